@@ -1,0 +1,54 @@
+# replayable: the two commands are `make demo` and `make test`. See README.md.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+export KAFKA_BROKERS ?= 127.0.0.1:$(or $(KAFKA_PORT),9092)
+export DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/test
+
+.PHONY: help install up down pg migrate build typecheck lint test test-unit test-int demo bench clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+
+node_modules/.package-lock.json: package-lock.json
+	npm ci --no-audit --no-fund
+	@touch $@
+
+install: node_modules/.package-lock.json ## npm ci when package-lock.json changed
+
+pg: ## make sure PostgreSQL answers on 127.0.0.1:5432 (starts the local cluster if down)
+	@scripts/ensure-postgres.sh
+
+up: install pg ## start the local single-node Kafka (KRaft) and check PostgreSQL; harmless twice
+	@scripts/kafka/kafka.sh up
+
+down: ## stop the local Kafka and remove its data
+	@scripts/kafka/kafka.sh down
+
+migrate: up ## apply the database migrations
+	./bin/replayable.js migrate
+
+build: install ## compile to dist/
+	npm run build
+
+typecheck: install ## tsc --noEmit
+	npm run typecheck
+
+lint: install ## eslint (type-checked rules) and prettier --check
+	npm run lint
+
+test-unit: install ## unit tests (no services)
+	npm run test:unit
+
+test-int: up ## integration tests against real Kafka and PostgreSQL
+	npm run test:int
+
+test: lint typecheck test-unit test-int ## lint, typecheck, unit and integration tests (starts the stack)
+
+demo: up ## the end-to-end demo on real input (see README)
+	@scripts/demo.sh
+
+bench: up ## benchmarks (not part of make test)
+	npx tsx bench/run.ts $(BENCH_ARGS)
+
+clean: down ## stop Kafka, remove build output
+	rm -rf dist

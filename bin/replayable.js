@@ -1,0 +1,13 @@
+#!/usr/bin/env node
+// Entry point of the `replayable` CLI: the TypeScript sources through tsx in a checkout,
+// the compiled dist/ when installed as a package.
+import { existsSync } from "node:fs";
+
+const source = new URL("../src/cli/main.ts", import.meta.url);
+if (existsSync(source)) {
+  const { register } = await import("tsx/esm/api");
+  register();
+  await import(source.href);
+} else {
+  await import(new URL("../dist/src/cli/main.js", import.meta.url).href);
+}

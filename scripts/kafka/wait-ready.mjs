@@ -1,0 +1,25 @@
+// Waits until a Kafka broker answers a metadata request (KafkaJS admin.describeCluster).
+// Usage: KAFKA_BROKERS=host:port node wait-ready.mjs [timeoutSeconds]
+// Exits 0 when it answers, 1 when the timeout (seconds, default 60) passes first.
+import { Kafka, logLevel } from "kafkajs";
+
+const brokers = (process.env.KAFKA_BROKERS ?? "127.0.0.1:9092").split(",");
+const deadline = Date.now() + Number(process.argv[2] ?? 60) * 1000;
+const kafka = new Kafka({ clientId: "replayable-wait-ready", brokers, logLevel: logLevel.NOTHING, retry: { retries: 0 } });
+
+let lastError = "no attempt";
+while (Date.now() < deadline) {
+  const admin = kafka.admin();
+  try {
+    await admin.connect();
+    const cluster = await admin.describeCluster();
+    await admin.disconnect();
+    if (cluster.brokers.length > 0) process.exit(0);
+  } catch (error) {
+    lastError = error instanceof Error ? error.message : String(error);
+    await admin.disconnect().catch(() => undefined);
+  }
+  await new Promise((resolve) => setTimeout(resolve, 500));
+}
+console.error(`kafka: broker at ${brokers.join(",")} did not answer describeCluster: ${lastError}`);
+process.exit(1);

@@ -1,0 +1,38 @@
+/** `replayable checksum`: fingerprints of a projection's derived tables, to compare before and after a replay. */
+import { Command } from "commander";
+import { createPool, drizzleOf } from "../../db/pool.js";
+import { ledgerChecksum, readLedgerState } from "../../projections/ledger/checksum.js";
+import { getProjection } from "../../projections/registry.js";
+import { tableChecksums } from "../../sql/tableChecksums.js";
+import { action, configFrom, printJson, printTable, withConnectionOptions, type ConnectionFlags } from "../common.js";
+
+interface ChecksumFlags extends ConnectionFlags {
+  projection?: string;
+  output: string;
+}
+
+/** Builds the `checksum` command. */
+export function checksumCommand(): Command {
+  return withConnectionOptions(new Command("checksum"))
+    .description("print row counts and MD5 checksums of the projection's derived tables (and the ledger checksum)")
+    .option("--projection <name>", "projection (env REPLAYABLE_PROJECTION)")
+    .option("--output <format>", "table or json", "table")
+    .action(
+      action(async (flags: ChecksumFlags) => {
+        const config = configFrom(flags, { REPLAYABLE_PROJECTION: flags.projection });
+        const projection = getProjection(config.projection);
+        const pool = createPool({ connectionString: config.databaseUrl, max: 1 });
+        try {
+          const tables = await tableChecksums(pool, projection.tables);
+          const ledger = projection.name === "ledger" ? ledgerChecksum(await readLedgerState(drizzleOf(pool))) : undefined;
+          if (flags.output === "json") printJson({ projection: projection.name, tables, ledgerChecksum: ledger });
+          else {
+            printTable(tables.map((t) => ({ table: t.table, rows: t.rows, md5: t.md5 })));
+            if (ledger !== undefined) process.stdout.write(`ledger checksum ${ledger}\n`);
+          }
+        } finally {
+          await pool.end();
+        }
+      }),
+    );
+}

@@ -1,0 +1,75 @@
+/** `replayable produce <stream>`: send a demo stream to a topic (creating it if missing). */
+import { Command } from "commander";
+import { createKafka } from "../../kafka/client.js";
+import { KafkaAdmin } from "../../kafka/admin.js";
+import { produceRecords } from "../../kafka/producer.js";
+import { generateLedgerStream } from "../../projections/ledger/generate.js";
+import {
+  action,
+  cliLogger,
+  configFrom,
+  intFlag,
+  printJson,
+  rateFlag,
+  withConnectionOptions,
+  type ConnectionFlags,
+} from "../common.js";
+
+interface ProduceLedgerFlags extends ConnectionFlags {
+  topic: string;
+  count: string;
+  duplicateRate?: string;
+  seed?: string;
+  partitions?: string;
+  json?: boolean;
+}
+
+/** Builds the `produce` command and its streams. */
+export function produceCommand(): Command {
+  const produce = new Command("produce").description("produce a demo stream to a topic");
+  produce.addCommand(
+    withConnectionOptions(new Command("ledger"))
+      .description(
+        "produce ledger CloudEvents (credits, debits, orders paid and shipped); re-sends a fraction with the same ce_id at new offsets, and prints the checksum the final ledger must have",
+      )
+      .requiredOption("--topic <topic>", "topic to produce to")
+      .requiredOption("--count <n>", "records to produce, duplicates included")
+      .option("--duplicate-rate <r>", "fraction of records that re-send an earlier event, 0 <= r < 1", "0")
+      .option("--seed <s>", "seed of the generator; the same seed makes the same stream", "1")
+      .option("--partitions <n>", "partitions when the topic is created", "3")
+      .option("--json", "print the summary as JSON")
+      .action(
+        action(async (flags: ProduceLedgerFlags) => {
+          const config = configFrom(flags);
+          const log = cliLogger(config);
+          const count = intFlag("--count", flags.count, 1, 100_000_000, 1);
+          const stream = generateLedgerStream({
+            count,
+            duplicateRate: rateFlag("--duplicate-rate", flags.duplicateRate),
+            seed: intFlag("--seed", flags.seed, 0, 2 ** 32 - 1, 1),
+          });
+          const kafka = createKafka({ brokers: config.kafka.brokers, clientId: `${config.kafka.clientId}-produce`, log });
+          const admin = await KafkaAdmin.connect(kafka);
+          try {
+            await admin.createTopic(flags.topic, intFlag("--partitions", flags.partitions, 1, 10_000, 3));
+          } finally {
+            await admin.close();
+          }
+          await produceRecords(kafka, flags.topic, stream.records);
+          const summary = {
+            topic: flags.topic,
+            records: stream.records.length,
+            events: stream.events,
+            duplicates: stream.duplicates,
+            checksum: stream.checksum,
+          };
+          if (flags.json) printJson(summary);
+          else
+            process.stdout.write(
+              `produced ${summary.records} records to ${summary.topic}: ${summary.events} events, ${summary.duplicates} re-sent duplicates\nexpected ledger checksum ${summary.checksum}\n`,
+            );
+        }),
+      ),
+  );
+  return produce;
+}

@@ -1,0 +1,72 @@
+/** `replayable run`: run one member of a projection's consumer group until a signal stops it. */
+import { Command, Option } from "commander";
+import { redactUrl } from "../../config.js";
+import { createPool } from "../../db/pool.js";
+import { migrate } from "../../db/migrate.js";
+import { ConsumerService } from "../../engine/consumerService.js";
+import { createLogger } from "../../logger.js";
+import { getProjection, projectionNames } from "../../projections/registry.js";
+import { action, configFrom, withConnectionOptions, type ConnectionFlags } from "../common.js";
+import { onShutdownSignals } from "../signals.js";
+
+interface RunFlags extends ConnectionFlags {
+  projection?: string;
+  topic?: string[];
+  group?: string;
+  metricsHost?: string;
+  metricsPort?: string;
+  migrate: boolean;
+}
+
+/** Builds the `run` command. */
+export function runCommand(): Command {
+  return withConnectionOptions(new Command("run"))
+    .description("consume the projection's topics as a consumer group member and apply each record effectively once")
+    .addOption(
+      new Option("--projection <name>", `projection to run (env REPLAYABLE_PROJECTION)`).choices(projectionNames()),
+    )
+    .option("--topic <topic...>", "topics to consume (env REPLAYABLE_TOPICS; default: the projection's)")
+    .option("--group <id>", "consumer group id (env REPLAYABLE_GROUP_ID; default: the projection name)")
+    .option("--metrics-host <host>", "host for /metrics, /healthz, /readyz (env REPLAYABLE_METRICS_HOST)")
+    .option("--metrics-port <port>", "port for /metrics (env REPLAYABLE_METRICS_PORT; 0 picks a free one)")
+    .option("--no-migrate", "do not apply pending migrations at start")
+    .action(
+      action(async (flags: RunFlags) => {
+        const config = configFrom(flags, {
+          REPLAYABLE_PROJECTION: flags.projection,
+          REPLAYABLE_TOPICS: flags.topic?.join(","),
+          REPLAYABLE_GROUP_ID: flags.group,
+          REPLAYABLE_METRICS_HOST: flags.metricsHost,
+          REPLAYABLE_METRICS_PORT: flags.metricsPort,
+        });
+        const projection = getProjection(config.projection);
+        const log = createLogger(config.logLevel, { groupId: config.groupId, projection: projection.name });
+        log.info(
+          { brokers: config.kafka.brokers, database: redactUrl(config.databaseUrl), groupId: config.groupId },
+          "starting",
+        );
+        if (flags.migrate) {
+          const pool = createPool({ connectionString: config.databaseUrl, max: 1 });
+          try {
+            await migrate(pool);
+          } finally {
+            await pool.end();
+          }
+        }
+        const service = new ConsumerService({ config, projection, log });
+        const removeHandlers = onShutdownSignals(() => service.stop(), config.shutdownTimeoutMs, log);
+        try {
+          await service.start();
+        } catch (error) {
+          await service.stop();
+          throw error;
+        }
+        const outcome = await service.done;
+        removeHandlers();
+        if (outcome.kind === "failed") {
+          process.stderr.write(`replayable: ${outcome.error.message}\n`);
+          process.exitCode = 1;
+        }
+      }),
+    );
+}

@@ -1,0 +1,19 @@
+/** The `replayable` command line. */
+import { Command } from "commander";
+import { checksumCommand } from "./commands/checksum.js";
+import { migrateCommand } from "./commands/migrate.js";
+import { produceCommand } from "./commands/produce.js";
+import { runCommand } from "./commands/run.js";
+import { statusCommand } from "./commands/status.js";
+
+const program = new Command("replayable")
+  .description("Apply Kafka records to PostgreSQL effectively once; replay and rebuild safely.")
+  .version("0.1.0")
+  .showHelpAfterError()
+  .addCommand(migrateCommand())
+  .addCommand(runCommand())
+  .addCommand(produceCommand())
+  .addCommand(statusCommand())
+  .addCommand(checksumCommand());
+
+await program.parseAsync(process.argv);

@@ -1,0 +1,41 @@
+/** The PostgreSQL connection pool (node-postgres) and the drizzle handle over it. */
+import pg from "pg";
+import { drizzle, type NodePgDatabase } from "drizzle-orm/node-postgres";
+
+/** A drizzle database over a pool or over one client inside a transaction. */
+export type Db = NodePgDatabase<Record<string, never>>;
+
+/** Options for {@link createPool}. */
+export interface PoolOptions {
+  /** postgres:// URL. */
+  connectionString: string;
+  /** Largest number of connections; default 10. */
+  max?: number;
+  /** How long to wait for a free connection or a new one, in ms; default 10000. */
+  connectionTimeoutMs?: number;
+  /** application_name shown in pg_stat_activity; default "replayable". */
+  applicationName?: string;
+}
+
+// int8 (bigint, OID 20) as string, never as a lossy number; offsets and sums are 64-bit.
+pg.types.setTypeParser(20, (value: string) => value);
+
+/**
+ * Creates a node-postgres pool. Errors of idle clients (a restarted server) are
+ * passed to `onError` instead of crashing the process; the pool replaces the client.
+ */
+export function createPool(options: PoolOptions, onError: (error: Error) => void = () => undefined): pg.Pool {
+  const pool = new pg.Pool({
+    connectionString: options.connectionString,
+    max: options.max ?? 10,
+    connectionTimeoutMillis: options.connectionTimeoutMs ?? 10_000,
+    application_name: options.applicationName ?? "replayable",
+  });
+  pool.on("error", onError);
+  return pool;
+}
+
+/** A drizzle handle over a pool or a checked-out client. */
+export function drizzleOf(client: pg.Pool | pg.PoolClient): Db {
+  return drizzle(client);
+}

@@ -1,0 +1,262 @@
+/**
+ * The consumer service: a consumer group member that applies each partition's batches with
+ * {@link applyBatch} and commits Kafka offsets only after the database COMMIT (DESIGN.md step 8).
+ * `start()` and `stop()` are idempotent; stop runs in reverse order of start.
+ */
+import { setTimeout as sleep } from "node:timers/promises";
+import type pg from "pg";
+import type { Logger } from "pino";
+import type { Config } from "../config.js";
+import { createPool } from "../db/pool.js";
+import { classifyPgError, ReplayableError, errorMessage } from "../errors.js";
+import { failpoint } from "../failpoints.js";
+import { createKafka } from "../kafka/client.js";
+import { GroupConsumer, type BatchControl, type PartitionBatch } from "../kafka/groupConsumer.js";
+import { createMetrics, type Metrics } from "../metrics/metrics.js";
+import { startHttpServer, type HttpServer, type Readiness } from "../metrics/server.js";
+import { offsetDistance } from "../offsets.js";
+import type { Projection } from "../projection.js";
+import { projectionLock, tryAdvisoryLock } from "../sql/advisoryLocks.js";
+import { applyBatch, type BatchResult } from "./applyBatch.js";
+import { backoffDelayMs } from "./backoff.js";
+import { chunkRecords } from "./chunk.js";
+
+/** Options for {@link ConsumerService}. */
+export interface ConsumerServiceOptions {
+  readonly config: Config;
+  readonly projection: Projection<unknown>;
+  readonly log: Logger;
+  /** Serve /metrics, /healthz, /readyz; default true. */
+  readonly http?: boolean;
+  /** Metrics to update; default a new registry. */
+  readonly metrics?: Metrics;
+}
+
+/** Why the service ended: a requested stop, or a fatal error (exit non-zero). */
+export type ServiceOutcome = { readonly kind: "stopped" } | { readonly kind: "failed"; readonly error: Error };
+
+/**
+ * Runs one member of the projection's consumer group.
+ * @example
+ * const service = new ConsumerService({ config, projection: ledgerProjection, log });
+ * await service.start();
+ * process.once("SIGTERM", () => void service.stop());
+ * const outcome = await service.done;
+ */
+export class ConsumerService {
+  readonly metrics: Metrics;
+  /** Resolves when the service has fully stopped, with the reason. */
+  readonly done: Promise<ServiceOutcome>;
+  private resolveDone!: (outcome: ServiceOutcome) => void;
+  private readonly pool: pg.Pool;
+  private readonly consumer: GroupConsumer;
+  private readonly abort = new AbortController();
+  private readonly topics: readonly string[];
+  private lockClient: pg.PoolClient | undefined;
+  private http: HttpServer | undefined;
+  private started: Promise<void> | undefined;
+  private stopping: Promise<void> | undefined;
+  private fatal: Error | undefined;
+  private dbReachable = true;
+
+  constructor(private readonly options: ConsumerServiceOptions) {
+    const { config, projection, log } = options;
+    this.metrics = options.metrics ?? createMetrics();
+    this.done = new Promise((resolve) => (this.resolveDone = resolve));
+    this.topics = config.topics.length > 0 ? config.topics : projection.defaultTopics;
+    this.pool = createPool(
+      { connectionString: config.databaseUrl, max: config.dbPoolSize, applicationName: `replayable:${projection.name}` },
+      (error) => log.warn({ err: error }, "idle PostgreSQL connection failed; the pool replaces it"),
+    );
+    this.consumer = new GroupConsumer({
+      kafka: createKafka({ brokers: config.kafka.brokers, clientId: config.kafka.clientId, log }),
+      groupId: config.groupId,
+      topics: this.topics,
+      sessionTimeoutMs: config.sessionTimeoutMs,
+      heartbeatIntervalMs: config.heartbeatIntervalMs,
+      partitionsConsumedConcurrently: config.partitionsConsumedConcurrently,
+      maxBytesPerPartition: config.maxBatchBytes,
+      log,
+      onBatch: (batch, control) => this.onBatch(batch, control),
+      onAssignment: (assignment) => {
+        this.metrics.rebalances.inc();
+        this.metrics.assignedPartitions.set(Object.values(assignment).reduce((n, ps) => n + ps.length, 0));
+      },
+      onCrash: (error) => this.fail(error),
+    });
+  }
+
+  /** The port /metrics listens on (after start), useful when the configured port is 0. */
+  get httpPort(): number | undefined {
+    return this.http?.port;
+  }
+
+  /**
+   * Takes the projection's shared advisory lock (refused while a rebuild holds it), starts the
+   * HTTP server and joins the consumer group.
+   * @throws ReplayableError PROJECTION_LOCKED when a rebuild of the projection is running.
+   */
+  start(): Promise<void> {
+    this.started ??= (async () => {
+      const { config, projection, log } = this.options;
+      this.lockClient = await this.pool.connect();
+      if (!(await tryAdvisoryLock(this.lockClient, projectionLock(projection.name), true))) {
+        throw new ReplayableError(
+          "PROJECTION_LOCKED",
+          `projection ${projection.name} is being rebuilt (another session holds its advisory lock); run again once \`replayable rebuild\` has finished`,
+        );
+      }
+      if (this.options.http !== false) {
+        this.http = await startHttpServer({
+          host: config.metrics.host,
+          port: config.metrics.port,
+          registry: this.metrics.registry,
+          readiness: () => this.readiness(),
+        });
+        log.info({ host: config.metrics.host, port: this.http.port }, "serving /metrics, /healthz, /readyz");
+      }
+      await this.consumer.start();
+      log.info({ groupId: config.groupId, topics: this.topics, projection: projection.name }, "consumer started");
+    })();
+    return this.started;
+  }
+
+  /**
+   * Stops gracefully: no new fetches, the in-flight transaction finishes and its offset is
+   * committed, the member leaves the group, then the HTTP server and the pool close.
+   */
+  stop(): Promise<void> {
+    this.stopping ??= (async () => {
+      this.abort.abort();
+      const { log } = this.options;
+      await this.consumer.stop().catch((error: unknown) => log.warn({ err: error }, "consumer stop failed"));
+      await this.http?.close();
+      this.lockClient?.release();
+      this.lockClient = undefined;
+      await this.pool.end().catch((error: unknown) => log.warn({ err: error }, "pool end failed"));
+      log.info("consumer stopped");
+      this.resolveDone(this.fatal ? { kind: "failed", error: this.fatal } : { kind: "stopped" });
+    })();
+    return this.stopping;
+  }
+
+  private fail(error: Error): void {
+    this.fatal ??= error;
+    this.options.log.fatal({ err: error }, "consumer stopping on a fatal error");
+    void this.stop();
+  }
+
+  private async readiness(): Promise<Readiness> {
+    if (this.fatal) return { ready: false, reason: this.fatal.message };
+    if (!this.consumer.isJoined) return { ready: false, reason: "not a member of the consumer group yet" };
+    try {
+      await this.pool.query("SELECT 1");
+      this.dbReachable = true;
+    } catch (error) {
+      this.dbReachable = false;
+      return { ready: false, reason: `PostgreSQL unreachable: ${errorMessage(error)}` };
+    }
+    return this.dbReachable ? { ready: true } : { ready: false, reason: "PostgreSQL unreachable" };
+  }
+
+  private async onBatch(batch: PartitionBatch, control: BatchControl): Promise<void> {
+    const { config, projection } = this.options;
+    const log = this.options.log.child({ topic: batch.topic, partition: batch.partition, groupId: config.groupId });
+    for (const chunk of chunkRecords(batch.records, config.maxBatchRecords, config.maxBatchBytes)) {
+      if (!control.isActive() || this.fatal) return;
+      const started = process.hrtime.bigint();
+      const result = await this.applyWithRetry(batch, chunk, control, log);
+      if (result === undefined) return;
+      const last = chunk[chunk.length - 1]!;
+      control.resolve(last.offset);
+      await failpoint("after-db-commit");
+      const commit = await control.commit(result.nextOffset);
+      this.metrics.offsetCommits.inc({ result: commit });
+      await failpoint("after-offset-commit");
+      this.record(batch, result, commit, log);
+      this.metrics.batchDuration.observe({ topic: batch.topic }, seconds(started));
+      await control.heartbeat().catch(() => undefined);
+    }
+  }
+
+  /** Runs the transaction, retrying transient failures with back-off; undefined when abandoned. */
+  private async applyWithRetry(
+    batch: PartitionBatch,
+    chunk: PartitionBatch["records"],
+    control: BatchControl,
+    log: Logger,
+  ): Promise<BatchResult | undefined> {
+    const { config, projection } = this.options;
+    for (let attempt = 0; ; attempt++) {
+      if (!control.isActive() || this.fatal) return undefined;
+      const heartbeats = setInterval(() => void control.heartbeat().catch(() => undefined), config.heartbeatIntervalMs);
+      const started = process.hrtime.bigint();
+      let client: pg.PoolClient | undefined;
+      try {
+        client = await this.pool.connect();
+        const result = await applyBatch({
+          client,
+          projection,
+          topic: batch.topic,
+          partition: batch.partition,
+          records: chunk,
+          highWatermark: batch.highWatermark,
+          maxRecordBytes: config.maxRecordBytes,
+          log,
+        });
+        client.release();
+        this.dbReachable = true;
+        this.metrics.transactionDuration.observe({ topic: batch.topic }, seconds(started));
+        return result;
+      } catch (error) {
+        client?.release(true);
+        if (error instanceof ReplayableError && !error.canRetry) {
+          this.fail(error);
+          return undefined;
+        }
+        const { kind, reason } = classifyPgError(error);
+        if (reason === "connection") this.dbReachable = false;
+        this.metrics.transactionRetries.inc({ reason });
+        const waitMs = backoffDelayMs(attempt, config.retryInitialMs, config.retryMaxMs);
+        log.warn(
+          { err: error, kind, reason, attempt: attempt + 1, retryInMs: waitMs, firstOffset: chunk[0]?.offset },
+          "transaction failed; retrying",
+        );
+        try {
+          await sleep(waitMs, undefined, { signal: this.abort.signal });
+        } catch {
+          return undefined;
+        }
+      } finally {
+        clearInterval(heartbeats);
+      }
+    }
+  }
+
+  private record(batch: PartitionBatch, result: BatchResult, commit: string, log: Logger): void {
+    const { topic, partition } = batch;
+    const m = this.metrics;
+    if (result.applied > 0) m.applied.inc({ topic }, result.applied);
+    if (result.duplicates.offset > 0) m.duplicates.inc({ topic, key: "offset" }, result.duplicates.offset);
+    if (result.duplicates.event_id > 0) m.duplicates.inc({ topic, key: "event_id" }, result.duplicates.event_id);
+    for (const d of result.deadLettered) m.deadLettered.inc({ topic, code: d.code });
+    const labels = { topic, partition: String(partition) };
+    m.lag.set(labels, Number(offsetDistance(batch.highWatermark, result.nextOffset)));
+    m.checkpoint.set(labels, Number(BigInt(result.checkpoint)));
+    if (commit === "committed") m.checkpointCommitGap.set(labels, Number(offsetDistance(result.checkpoint, result.nextOffset)));
+    log.debug(
+      {
+        nextOffset: result.nextOffset,
+        applied: result.applied,
+        duplicates: result.duplicates,
+        deadLettered: result.deadLettered.length,
+        commit,
+      },
+      "batch committed",
+    );
+  }
+}
+
+function seconds(startedNs: bigint): number {
+  return Number(process.hrtime.bigint() - startedNs) / 1e9;
+}

@@ -1,0 +1,64 @@
+/** Extracting the event id a projection dedupes by, from a header or a JSON field (DESIGN.md "dedupe key"). */
+import { createHash } from "node:crypto";
+import { PermanentRecordError } from "../errors.js";
+import type { DedupeKey } from "../projection.js";
+import { headerText, type KafkaRecord } from "../record.js";
+
+/** Longest event id accepted, in characters. */
+export const MAX_EVENT_ID_LENGTH = 512;
+
+/**
+ * The event id of `record` under an `event-id` dedupe key, exactly as sent (never parsed as a
+ * number: "0042" and "9007199254740993" stay as they are).
+ * @throws PermanentRecordError `EVENT_ID_MISSING` when the header or field is absent, empty,
+ *   not a string, not valid UTF-8, or longer than {@link MAX_EVENT_ID_LENGTH}.
+ */
+export function extractEventId(record: KafkaRecord, key: Exclude<DedupeKey, { kind: "offset" }>): string {
+  let id: unknown;
+  let where: string;
+  if ("header" in key) {
+    where = `header ${key.header}`;
+    const raw = record.headers[key.header]?.[0];
+    if (raw !== undefined && !isUtf8(raw)) {
+      throw new PermanentRecordError("EVENT_ID_MISSING", `${where} is not valid UTF-8`);
+    }
+    id = headerText(record, key.header);
+  } else {
+    where = `JSON field "${key.field}"`;
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(record.value?.toString("utf8") ?? "");
+    } catch {
+      throw new PermanentRecordError("EVENT_ID_MISSING", `value is not JSON, so it has no ${where}`);
+    }
+    id = typeof parsed === "object" && parsed !== null ? (parsed as Record<string, unknown>)[key.field] : undefined;
+    if (typeof id === "number") {
+      throw new PermanentRecordError(
+        "EVENT_ID_MISSING",
+        `${where} is a JSON number; send it as a string so it is kept exactly (numbers above 2^53 lose digits)`,
+      );
+    }
+  }
+  if (typeof id !== "string" || id.length === 0) {
+    throw new PermanentRecordError("EVENT_ID_MISSING", `record has no ${where}: every record needs a non-empty event id`);
+  }
+  if (id.length > MAX_EVENT_ID_LENGTH) {
+    throw new PermanentRecordError("EVENT_ID_MISSING", `${where} is over ${MAX_EVENT_ID_LENGTH} characters`);
+  }
+  return id;
+}
+
+/** SHA-256 of the record's value (null for a null value), to tell a redelivery from a reused id. */
+export function valueDigest(record: KafkaRecord): Buffer | null {
+  return record.value === null ? null : createHash("sha256").update(record.value).digest();
+}
+
+/** True when `bytes` are valid UTF-8. */
+export function isUtf8(bytes: Buffer): boolean {
+  try {
+    new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,124 @@
+/**
+ * Coded errors. Every fault this library raises is a {@link ReplayableError}
+ * with a stable `code`, the context it happened in, the `cause`, and whether a
+ * retry can help (`canRetry`). Expected outcomes (a duplicate, a group still
+ * active) are values, not errors.
+ */
+
+/** The stable error codes; the README's "Errors" section explains each. */
+export const ERROR_CODES = [
+  "CONFIG_INVALID",
+  "DECODE_FAILED",
+  "EVENT_ID_MISSING",
+  "EVENT_ID_REUSED",
+  "RECORD_TOO_LARGE",
+  "APPLY_REJECTED",
+  "TRANSIENT_DATABASE",
+  "DATABASE",
+  "KAFKA",
+  "CHECKPOINT_AHEAD_OF_LOG",
+  "PROJECTION_LOCKED",
+  "GROUP_ACTIVE",
+  "HISTORY_DELETED",
+  "NOT_FOUND",
+  "SHUTDOWN_TIMEOUT",
+] as const;
+
+/** One of {@link ERROR_CODES}. */
+export type ErrorCode = (typeof ERROR_CODES)[number];
+
+/** Options for {@link ReplayableError}: what caused it, where, and whether a retry can help. */
+export interface ReplayableErrorOptions {
+  cause?: unknown;
+  context?: Record<string, unknown>;
+  canRetry?: boolean;
+}
+
+/** The base of every error this library throws. `context` is enumerable, so loggers print it. */
+export class ReplayableError extends Error {
+  readonly code: ErrorCode;
+  readonly context: Record<string, unknown>;
+  readonly canRetry: boolean;
+
+  constructor(code: ErrorCode, message: string, options: ReplayableErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = "ReplayableError";
+    this.code = code;
+    this.context = options.context ?? {};
+    this.canRetry = options.canRetry ?? false;
+  }
+}
+
+/**
+ * A record that cannot be applied for a reason a retry will not fix (bad bytes,
+ * invalid fields, a constraint). The engine rolls back to the record's savepoint
+ * and writes a dead letter with this code and message.
+ */
+export class PermanentRecordError extends ReplayableError {
+  constructor(code: ErrorCode, message: string, options: ReplayableErrorOptions = {}) {
+    super(code, message, { ...options, canRetry: false });
+    this.name = "PermanentRecordError";
+  }
+}
+
+/** Wraps an unknown thrown value once, keeping a ReplayableError as it is. */
+export function asReplayableError(error: unknown, code: ErrorCode, message: string): ReplayableError {
+  if (error instanceof ReplayableError) return error;
+  return new ReplayableError(code, `${message}: ${errorMessage(error)}`, { cause: error });
+}
+
+/** The message of any thrown value. */
+export function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** How a PostgreSQL failure is handled: retry the whole transaction, or dead-letter the record. */
+export type PgFailureKind = "transient" | "permanent" | "fault";
+
+/** The retry reasons counted by `replayable_transaction_retries_total{reason}`. */
+export type RetryReason = "serialization_failure" | "deadlock" | "connection" | "unavailable" | "other";
+
+/**
+ * Classifies a PostgreSQL (or node-postgres) error by SQLSTATE, after
+ * PostgreSQL's "Appendix A. PostgreSQL Error Codes":
+ * - transient (abort the transaction and retry it): `40001` serialization_failure,
+ *   `40P01` deadlock_detected, class `08` connection exception, `57P01`..`57P03`
+ *   admin shutdown / cannot connect now, class `53` insufficient resources, and
+ *   socket errors (ECONNRESET, ECONNREFUSED, a pool timeout) without a SQLSTATE;
+ * - permanent (the record's data is the problem: dead-letter it): class `22` data
+ *   exception and class `23` integrity constraint violation;
+ * - fault: anything else (a bug or a schema problem); treated like transient by
+ *   the engine, so a fix and a restart resume without losing the record.
+ */
+export function classifyPgError(error: unknown): { kind: PgFailureKind; reason: RetryReason } {
+  const code = sqlState(error);
+  if (code === "40001") return { kind: "transient", reason: "serialization_failure" };
+  if (code === "40P01") return { kind: "transient", reason: "deadlock" };
+  if (code?.startsWith("08") || code === "57P01" || code === "57P02" || code === "57P03")
+    return { kind: "transient", reason: "connection" };
+  if (code?.startsWith("53")) return { kind: "transient", reason: "unavailable" };
+  if (code?.startsWith("22") || code?.startsWith("23")) return { kind: "permanent", reason: "other" };
+  if (code === undefined && isConnectionError(error)) return { kind: "transient", reason: "connection" };
+  return { kind: "fault", reason: "other" };
+}
+
+/** The SQLSTATE of a node-postgres error, if it has one. */
+export function sqlState(error: unknown): string | undefined {
+  if (typeof error === "object" && error !== null && "code" in error) {
+    const code = (error as { code: unknown }).code;
+    if (typeof code === "string" && /^[0-9A-Z]{5}$/.test(code)) return code;
+  }
+  return undefined;
+}
+
+const CONNECTION_ERRNOS = new Set(["ECONNRESET", "ECONNREFUSED", "EPIPE", "ETIMEDOUT", "ENOTFOUND", "EAI_AGAIN"]);
+
+function isConnectionError(error: unknown): boolean {
+  if (typeof error !== "object" || error === null) return false;
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === "string" && CONNECTION_ERRNOS.has(code)) return true;
+  const message = errorMessage(error);
+  return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|terminating connection/i.test(
+    message,
+  );
+}

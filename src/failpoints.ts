@@ -1,0 +1,57 @@
+/**
+ * Test hooks for crash tests, in the manner of FoundationDB's and TiKV's fail points.
+ * Inactive unless REPLAYABLE_FAILPOINTS is set, e.g.
+ * `REPLAYABLE_FAILPOINTS=after-db-commit=kill@3,before-db-commit=sleep:2000@1`:
+ * at the 3rd time the engine passes `after-db-commit` the process kills itself with SIGKILL.
+ * Actions: `kill` (SIGKILL), `throw` (an Error), `sleep:<ms>`. `@N` fires on the N-th pass only
+ * (default: every pass).
+ */
+import { setTimeout as delay } from "node:timers/promises";
+
+/** The places the engine marks. */
+export type FailpointName = "before-db-commit" | "after-db-commit" | "after-offset-commit" | "in-apply";
+
+interface Failpoint {
+  action: "kill" | "throw" | { sleepMs: number };
+  at: number | undefined;
+  passes: number;
+}
+
+const active = parse(process.env.REPLAYABLE_FAILPOINTS ?? "");
+
+function parse(spec: string): Map<string, Failpoint> {
+  const points = new Map<string, Failpoint>();
+  for (const part of spec
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean)) {
+    const match = /^([a-z-]+)=(kill|throw|sleep:(\d+))(?:@(\d+))?$/.exec(part);
+    if (!match) throw new Error(`REPLAYABLE_FAILPOINTS: cannot read "${part}"; expected name=kill|throw|sleep:<ms>[@N]`);
+    const [, name, action, sleepMs, at] = match;
+    points.set(name!, {
+      action: sleepMs !== undefined ? { sleepMs: Number(sleepMs) } : (action as "kill" | "throw"),
+      at: at === undefined ? undefined : Number(at),
+      passes: 0,
+    });
+  }
+  return points;
+}
+
+/** Marks a fail point; does nothing unless REPLAYABLE_FAILPOINTS names it. */
+export async function failpoint(name: FailpointName): Promise<void> {
+  const point = active.get(name);
+  if (point === undefined) return;
+  point.passes += 1;
+  if (point.at !== undefined && point.passes !== point.at) return;
+  if (point.action === "kill") {
+    process.stderr.write(`failpoint ${name}: SIGKILL\n`);
+    process.kill(process.pid, "SIGKILL");
+    await delay(60_000);
+  } else if (point.action === "throw") {
+    process.stderr.write(`failpoint ${name}: throw\n`);
+    throw new Error(`failpoint ${name}`);
+  } else {
+    process.stderr.write(`failpoint ${name}: sleep ${point.action.sleepMs}ms\n`);
+    await delay(point.action.sleepMs);
+  }
+}

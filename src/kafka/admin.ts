@@ -1,0 +1,112 @@
+/** Cluster-side reads and writes over the KafkaJS admin client: topics, offsets, group members. */
+import type { Admin, Kafka } from "kafkajs";
+
+/** A partition's offsets: log start offset (low) and high watermark (high), as strings. */
+export interface PartitionOffsets {
+  readonly partition: number;
+  readonly logStartOffset: string;
+  readonly highWatermark: string;
+}
+
+/** A consumer group's committed offset of one partition ("-1" when none was committed). */
+export interface CommittedOffset {
+  readonly topic: string;
+  readonly partition: number;
+  readonly offset: string;
+}
+
+/** A member of a consumer group as the coordinator describes it. */
+export interface GroupMember {
+  readonly memberId: string;
+  readonly clientId: string;
+  readonly clientHost: string;
+}
+
+/** The admin operations the CLI and tests use; `close()` disconnects. */
+export class KafkaAdmin {
+  private constructor(private readonly admin: Admin) {}
+
+  /** Connects an admin client. @throws the KafkaJS connection error when no broker answers. */
+  static async connect(kafka: Kafka): Promise<KafkaAdmin> {
+    const admin = kafka.admin();
+    await admin.connect();
+    return new KafkaAdmin(admin);
+  }
+
+  /** Disconnects. */
+  async close(): Promise<void> {
+    await this.admin.disconnect();
+  }
+
+  /** Creates `topic` with `partitions` partitions (replication factor 1) unless it exists; true when created. */
+  async createTopic(topic: string, partitions: number, config: Record<string, string> = {}): Promise<boolean> {
+    return this.admin.createTopics({
+      waitForLeaders: true,
+      topics: [
+        {
+          topic,
+          numPartitions: partitions,
+          replicationFactor: 1,
+          configEntries: Object.entries(config).map(([name, value]) => ({ name, value })),
+        },
+      ],
+    });
+  }
+
+  /** Deletes topics. */
+  async deleteTopics(topics: readonly string[]): Promise<void> {
+    await this.admin.deleteTopics({ topics: [...topics] });
+  }
+
+  /** The names of all topics. */
+  async listTopics(): Promise<string[]> {
+    return this.admin.listTopics();
+  }
+
+  /** Log start offset and high watermark of each partition of `topic`, by partition. */
+  async topicOffsets(topic: string): Promise<PartitionOffsets[]> {
+    const offsets = await this.admin.fetchTopicOffsets(topic);
+    return offsets
+      .map((o) => ({ partition: o.partition, logStartOffset: o.low, highWatermark: o.high }))
+      .sort((a, b) => a.partition - b.partition);
+  }
+
+  /** The group's committed offsets for `topics` ("-1" where none). */
+  async committedOffsets(groupId: string, topics: readonly string[]): Promise<CommittedOffset[]> {
+    const result = await this.admin.fetchOffsets({ groupId, topics: [...topics] });
+    return result.flatMap((t) =>
+      t.partitions.map((p) => ({ topic: t.topic, partition: p.partition, offset: p.offset })),
+    );
+  }
+
+  /** The group's current members (empty when the group is inactive) and its state. */
+  async describeGroup(groupId: string): Promise<{ state: string; members: GroupMember[] }> {
+    const { groups } = await this.admin.describeGroups([groupId]);
+    const group = groups[0];
+    if (group === undefined) return { state: "Dead", members: [] };
+    return {
+      state: group.state,
+      members: group.members.map((m) => ({ memberId: m.memberId, clientId: m.clientId, clientHost: m.clientHost })),
+    };
+  }
+
+  /** Sets the group's committed offsets of `topic` (the group must be inactive). */
+  async setOffsets(
+    groupId: string,
+    topic: string,
+    partitions: readonly { partition: number; offset: string }[],
+  ): Promise<void> {
+    await this.admin.setOffsets({ groupId, topic, partitions: partitions.map((p) => ({ ...p })) });
+  }
+
+  /** Offsets of the first record at or after `timestampMs` per partition (the high watermark when none). */
+  async offsetsForTimestamp(topic: string, timestampMs: number): Promise<{ partition: number; offset: string }[]> {
+    const result = await this.admin.fetchTopicOffsetsByTimestamp(topic, timestampMs);
+    return result.map((r) => ({ partition: r.partition, offset: r.offset }));
+  }
+
+  /** Deletes records below `offset` per partition, moving the log start offset (KIP-107). */
+  async deleteRecords(topic: string, partitions: readonly { partition: number; offset: string }[]): Promise<void> {
+    await this.admin.deleteTopicRecords({ topic, partitions: partitions.map((p) => ({ ...p })) });
+  }
+}

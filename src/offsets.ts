@@ -1,0 +1,56 @@
+/**
+ * Kafka offsets are signed 64-bit integers (the protocol's INT64). JavaScript
+ * numbers lose precision above 2^53, so offsets stay decimal strings at the
+ * edges (KafkaJS hands them out as strings) and `bigint` for arithmetic. Never
+ * `Number(offset)`.
+ */
+
+/** A Kafka offset as KafkaJS and the CLI carry it: a base-10 integer string, e.g. `"42"`. */
+export type OffsetString = string;
+
+const INT64_MAX = 2n ** 63n - 1n;
+const INT64_MIN = -(2n ** 63n);
+const DECIMAL = /^-?\d+$/;
+
+/**
+ * Parses an offset string into a `bigint`, checking it is a base-10 INT64.
+ * @param value the offset text, e.g. `"9007199254740993"`.
+ * @param field the name to put in the error message (a flag or field name).
+ * @throws RangeError naming `field` when the text is not a base-10 integer within INT64.
+ */
+export function parseOffset(value: string, field = "offset"): bigint {
+  if (!DECIMAL.test(value)) {
+    throw new RangeError(`${field}: "${value}" is not an offset; give a base-10 integer such as 0 or 42`);
+  }
+  const parsed = BigInt(value);
+  if (parsed > INT64_MAX || parsed < INT64_MIN) {
+    throw new RangeError(`${field}: ${value} is outside the 64-bit range of Kafka offsets`);
+  }
+  return parsed;
+}
+
+/**
+ * The offset after `offset`: what a consumer commits once it has processed `offset`
+ * (Kafka commits "the next offset to read", see the Kafka consumer docs, `commitSync`).
+ * @example nextOffset("9007199254740993") === "9007199254740994"
+ */
+export function nextOffset(offset: OffsetString): OffsetString {
+  return (parseOffset(offset) + 1n).toString();
+}
+
+/** Compares two offset strings numerically: negative when a < b, 0 when equal, positive when a > b. */
+export function compareOffsets(a: OffsetString, b: OffsetString): number {
+  const x = parseOffset(a);
+  const y = parseOffset(b);
+  return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/** The larger of two offset strings. */
+export function maxOffset(a: OffsetString, b: OffsetString): OffsetString {
+  return compareOffsets(a, b) >= 0 ? a : b;
+}
+
+/** `a - b` as a bigint, e.g. lag = high watermark - committed offset. */
+export function offsetDistance(a: OffsetString, b: OffsetString): bigint {
+  return parseOffset(a) - parseOffset(b);
+}

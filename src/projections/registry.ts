@@ -1,0 +1,24 @@
+/** The projections this package ships, by name (`--projection`). */
+import type { Projection } from "../projection.js";
+import { ledgerProjection } from "./ledger/ledgerProjection.js";
+
+const projections: ReadonlyMap<string, Projection<never>> = new Map<string, Projection<never>>([
+  [ledgerProjection.name, ledgerProjection as Projection<never>],
+]);
+
+/** Names of the shipped projections. */
+export function projectionNames(): string[] {
+  return [...projections.keys()];
+}
+
+/**
+ * The shipped projection called `name`.
+ * @throws ReplayableError CONFIG_INVALID naming the valid projections.
+ */
+export function getProjection(name: string): Projection<unknown> {
+  const projection = projections.get(name);
+  if (projection === undefined) {
+    throw new Error(`unknown projection "${name}": use one of ${projectionNames().join(", ")}`);
+  }
+  return projection as Projection<unknown>;
+}

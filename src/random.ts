@@ -1,0 +1,13 @@
+/** A small seeded PRNG (mulberry32) so `produce --seed S` makes the same stream every time. */
+
+/** Returns a function giving floats in [0, 1), the same sequence for the same 32-bit seed. */
+export function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}

@@ -1,0 +1,17 @@
+/** DESIGN.md step 6: move the checkpoint forward (never back) inside the applying transaction. */
+import type pg from "pg";
+
+/** Sets the checkpoint of (projection, topic, partition) to `nextOffset` if that is ahead of it. */
+export async function advanceCheckpoint(
+  client: pg.ClientBase,
+  projection: string,
+  topic: string,
+  partition: number,
+  nextOffset: string,
+): Promise<void> {
+  await client.query(
+    `UPDATE replayable.checkpoints SET next_offset = $4::bigint, updated_at = now()
+     WHERE projection = $1 AND topic = $2 AND partition = $3 AND next_offset < $4::bigint`,
+    [projection, topic, partition, nextOffset],
+  );
+}

@@ -1,0 +1,87 @@
+/** Running the CLI in a subprocess, as a user does: exit codes, stdout, stderr and /metrics. */
+import { spawn, type ChildProcess } from "node:child_process";
+import { once } from "node:events";
+import { waitFor } from "./stack.js";
+
+/** A running CLI process with its collected output. */
+export interface CliProcess {
+  readonly child: ChildProcess;
+  stdout(): string;
+  stderr(): string;
+  /** Resolves with the exit code and signal. */
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** Waits until stderr contains `text`. */
+  waitForStderr(text: string | RegExp, timeoutMs?: number): Promise<void>;
+  /** The /metrics port, read from the "serving /metrics" log line. */
+  metricsPort(timeoutMs?: number): Promise<number>;
+  /** Sends SIGKILL if still running. */
+  kill(): void;
+}
+
+/** Starts `replayable <args>` through tsx with `env` added to the environment. */
+export function startCli(args: readonly string[], env: Record<string, string> = {}): CliProcess {
+  const child = spawn(process.execPath, ["--import", "tsx", "src/cli/main.ts", ...args], {
+    env: { ...process.env, LOG_LEVEL: "info", REPLAYABLE_METRICS_PORT: "0", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  let err = "";
+  child.stdout.setEncoding("utf8").on("data", (d: string) => (out += d));
+  child.stderr.setEncoding("utf8").on("data", (d: string) => (err += d));
+  const exited = once(child, "exit").then(([code, signal]) => ({
+    code: code as number | null,
+    signal: signal as NodeJS.Signals | null,
+  }));
+  const matches = (text: string | RegExp) => (typeof text === "string" ? err.includes(text) : text.test(err));
+  return {
+    child,
+    stdout: () => out,
+    stderr: () => err,
+    exited,
+    async waitForStderr(text, timeoutMs = 60_000) {
+      await waitFor(`stderr to contain ${String(text)}`, () => (matches(text) ? true : undefined), timeoutMs, 50);
+    },
+    async metricsPort(timeoutMs = 60_000) {
+      return waitFor(
+        "the metrics server to listen",
+        () => {
+          const m = /"port":(\d+),"msg":"serving \/metrics/.exec(err);
+          return m ? Number(m[1]) : undefined;
+        },
+        timeoutMs,
+        50,
+      );
+    },
+    kill() {
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+    },
+  };
+}
+
+/** Runs `replayable <args>` to completion. */
+export async function runCli(
+  args: readonly string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const p = startCli(args, { LOG_LEVEL: "warn", ...env });
+  const { code } = await p.exited;
+  return { code, stdout: p.stdout(), stderr: p.stderr() };
+}
+
+/** Sums a metric's samples in Prometheus text from /metrics, optionally only those with `labels`. */
+export async function scrapeMetric(port: number, name: string, labels: Record<string, string> = {}): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  return sumMetric(text, name, labels);
+}
+
+/** Sums the samples of `name` in Prometheus text whose labels include `labels`. */
+export function sumMetric(text: string, name: string, labels: Record<string, string> = {}): number {
+  let sum = 0;
+  for (const line of text.split("\n")) {
+    const m = /^([a-z_:][a-z0-9_:]*)(\{[^}]*\})? (\S+)$/i.exec(line);
+    if (!m || m[1] !== name) continue;
+    const set = m[2] ?? "";
+    if (Object.entries(labels).every(([k, v]) => set.includes(`${k}="${v}"`))) sum += Number(m[3]);
+  }
+  return sum;
+}

@@ -1,0 +1,106 @@
+/**
+ * Test helpers for the real stack: every test gets its own database, topic and group id
+ * (platformatic/kafka's and pg-boss's habit), so files run in parallel without sharing state.
+ */
+import { randomBytes } from "node:crypto";
+import pg from "pg";
+import { createPool } from "../../src/db/pool.js";
+import { migrate } from "../../src/db/migrate.js";
+import { KafkaAdmin } from "../../src/kafka/admin.js";
+import { createKafka } from "../../src/kafka/client.js";
+import { createLogger } from "../../src/logger.js";
+
+/** Brokers of the local stack. */
+export const BROKERS = (process.env.KAFKA_BROKERS ?? "127.0.0.1:9092").split(",");
+/** A URL of the server with a database we may CREATE DATABASE from. */
+export const ADMIN_DATABASE_URL = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
+
+/** A name unique to this test run, e.g. `ledger-3f9a1c2e`. Lower case, Kafka- and PostgreSQL-safe. */
+export function uniqueName(prefix: string): string {
+  return `${prefix}_${randomBytes(5).toString("hex")}`;
+}
+
+/** A fresh, migrated database; `drop()` removes it. */
+export interface TestDatabase {
+  readonly name: string;
+  readonly url: string;
+  readonly pool: pg.Pool;
+  drop(): Promise<void>;
+}
+
+/** Creates and migrates a database of its own for one test file. */
+export async function createTestDatabase(): Promise<TestDatabase> {
+  const name = uniqueName("rt");
+  const admin = new pg.Client({ connectionString: ADMIN_DATABASE_URL });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const url = new URL(ADMIN_DATABASE_URL);
+  url.pathname = `/${name}`;
+  const pool = createPool({ connectionString: url.toString(), max: 4 });
+  await migrate(pool);
+  return {
+    name,
+    url: url.toString(),
+    pool,
+    async drop() {
+      await pool.end();
+      const c = new pg.Client({ connectionString: ADMIN_DATABASE_URL });
+      await c.connect();
+      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await c.end();
+    },
+  };
+}
+
+/** A KafkaJS client and admin for tests (logs only errors). */
+export function testKafka() {
+  return createKafka({ brokers: BROKERS, clientId: "replayable-test", log: createLogger("error") });
+}
+
+/** Connects an admin client; close it in afterAll. */
+export async function testAdmin(): Promise<KafkaAdmin> {
+  return KafkaAdmin.connect(testKafka());
+}
+
+/**
+ * Polls `check` until it returns a value other than undefined, or fails after `timeoutMs`
+ * with `what` and the last error. No fixed sleeps: a poll with a deadline.
+ */
+export async function waitFor<T>(
+  what: string,
+  check: () => Promise<T | undefined> | T | undefined,
+  timeoutMs = 60_000,
+  intervalMs = 200,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await check();
+      if (value !== undefined) return value;
+    } catch (error) {
+      last = error;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String(last)}` : ""}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+}
+
+/** Waits until the group's committed offset equals the high watermark on every partition of `topic`. */
+export async function waitForCaughtUp(admin: KafkaAdmin, groupId: string, topic: string, timeoutMs = 90_000): Promise<void> {
+  await waitFor(
+    `group ${groupId} to commit the high watermark of ${topic}`,
+    async () => {
+      const ends = await admin.topicOffsets(topic);
+      const committed = await admin.committedOffsets(groupId, [topic]);
+      const done = ends.every(
+        (e) => committed.find((c) => c.partition === e.partition)?.offset === e.highWatermark || e.highWatermark === "0",
+      );
+      return done ? true : undefined;
+    },
+    timeoutMs,
+  );
+}
