@@ -105,13 +105,20 @@ export function classifyPgError(error: unknown): { kind: PgFailureKind; reason: 
 /** The SQLSTATE of a node-postgres error, if it has one. */
 export function sqlState(error: unknown): string | undefined {
   if (typeof error === "object" && error !== null && "code" in error) {
-    const code = (error as { code: unknown }).code;
+    const code = error.code;
     if (typeof code === "string" && /^[0-9A-Z]{5}$/.test(code)) return code;
   }
   return undefined;
 }
 
-const CONNECTION_ERRNOS = new Set(["ECONNRESET", "ECONNREFUSED", "EPIPE", "ETIMEDOUT", "ENOTFOUND", "EAI_AGAIN"]);
+const CONNECTION_ERRNOS = new Set([
+  "ECONNRESET",
+  "ECONNREFUSED",
+  "EPIPE",
+  "ETIMEDOUT",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+]);
 
 function isConnectionError(error: unknown): boolean {
   if (typeof error !== "object" || error === null) return false;

@@ -26,7 +26,10 @@ function parse(spec: string): Map<string, Failpoint> {
     .map((s) => s.trim())
     .filter(Boolean)) {
     const match = /^([a-z-]+)=(kill|throw|sleep:(\d+))(?:@(\d+))?$/.exec(part);
-    if (!match) throw new Error(`REPLAYABLE_FAILPOINTS: cannot read "${part}"; expected name=kill|throw|sleep:<ms>[@N]`);
+    if (!match)
+      throw new Error(
+        `REPLAYABLE_FAILPOINTS: cannot read "${part}"; expected name=kill|throw|sleep:<ms>[@N]`,
+      );
     const [, name, action, sleepMs, at] = match;
     points.set(name!, {
       action: sleepMs !== undefined ? { sleepMs: Number(sleepMs) } : (action as "kill" | "throw"),

@@ -14,7 +14,11 @@ export { compareOffsets, nextOffset, offsetDistance, parseOffset, type OffsetStr
 export type { KafkaRecord } from "./record.js";
 export { headerText } from "./record.js";
 export type { ApplyContext, DecodedRecord, DedupeKey, Projection } from "./projection.js";
-export { ConsumerService, type ConsumerServiceOptions, type ServiceOutcome } from "./engine/consumerService.js";
+export {
+  ConsumerService,
+  type ConsumerServiceOptions,
+  type ServiceOutcome,
+} from "./engine/consumerService.js";
 export { applyBatch, type BatchResult, type DeadLettered } from "./engine/applyBatch.js";
 export { createMetrics, type Metrics } from "./metrics/metrics.js";
 export { startHttpServer } from "./metrics/server.js";

@@ -12,7 +12,15 @@ export function createLogger(level: string, base: Record<string, unknown> = {}):
       base: { pid: process.pid, ...base },
       timestamp: pino.stdTimeFunctions.isoTime,
       redact: {
-        paths: ["password", "*.password", "sasl", "*.sasl", "databaseUrl", "*.databaseUrl", "connectionString"],
+        paths: [
+          "password",
+          "*.password",
+          "sasl",
+          "*.sasl",
+          "databaseUrl",
+          "*.databaseUrl",
+          "connectionString",
+        ],
         censor: "***",
       },
     },

@@ -12,7 +12,8 @@ export function packageRoot(): string {
   for (;;) {
     if (existsSync(join(dir, "package.json")) && existsSync(join(dir, "drizzle"))) return dir;
     const parent = dirname(dir);
-    if (parent === dir) throw new Error("replayable: cannot find the package root (package.json and drizzle/)");
+    if (parent === dir)
+      throw new Error("replayable: cannot find the package root (package.json and drizzle/)");
     dir = parent;
   }
 }

@@ -5,7 +5,12 @@ import { Kafka, logLevel } from "kafkajs";
 
 const brokers = (process.env.KAFKA_BROKERS ?? "127.0.0.1:9092").split(",");
 const deadline = Date.now() + Number(process.argv[2] ?? 60) * 1000;
-const kafka = new Kafka({ clientId: "replayable-wait-ready", brokers, logLevel: logLevel.NOTHING, retry: { retries: 0 } });
+const kafka = new Kafka({
+  clientId: "replayable-wait-ready",
+  brokers,
+  logLevel: logLevel.NOTHING,
+  retry: { retries: 0 },
+});
 
 let lastError = "no attempt";
 while (Date.now() < deadline) {

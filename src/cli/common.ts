@@ -21,7 +21,10 @@ export function withConnectionOptions(command: Command): Command {
 }
 
 /** Loads the config from the environment with `flags` and `extra` overriding variables. */
-export function configFrom(flags: ConnectionFlags, extra: Partial<Record<ConfigVariable, string | undefined>> = {}): Config {
+export function configFrom(
+  flags: ConnectionFlags,
+  extra: Partial<Record<ConfigVariable, string | undefined>> = {},
+): Config {
   return loadConfig(process.env, {
     KAFKA_BROKERS: flags.brokers,
     DATABASE_URL: flags.databaseUrl,
@@ -32,7 +35,8 @@ export function configFrom(flags: ConnectionFlags, extra: Partial<Record<ConfigV
 
 /** The CLI's logger: JSON lines on stderr; "warn" unless configured, except for `run`. */
 export function cliLogger(config: Config, fallback = "warn"): Logger {
-  const level = process.env.LOG_LEVEL === undefined && config.logLevel === "info" ? fallback : config.logLevel;
+  const level =
+    process.env.LOG_LEVEL === undefined && config.logLevel === "info" ? fallback : config.logLevel;
   return createLogger(level, { groupId: config.groupId });
 }
 
@@ -50,21 +54,29 @@ export function printTable(rows: readonly Record<string, string | number>[]): vo
   }
   const columns = Object.keys(first);
   const widths = columns.map((c) => Math.max(c.length, ...rows.map((r) => String(r[c] ?? "").length)));
-  const line = (cells: string[]) => cells.map((cell, i) => cell.padEnd(widths[i]!)).join("  ").trimEnd();
+  const line = (cells: string[]) =>
+    cells
+      .map((cell, i) => cell.padEnd(widths[i]!))
+      .join("  ")
+      .trimEnd();
   process.stdout.write(`${line(columns)}\n`);
   for (const row of rows) process.stdout.write(`${line(columns.map((c) => String(row[c] ?? "")))}\n`);
 }
 
 /** Prints `value` as JSON on stdout (bigints as strings). */
 export function printJson(value: unknown): void {
-  process.stdout.write(`${JSON.stringify(value, (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v), 2)}\n`);
+  process.stdout.write(
+    `${JSON.stringify(value, (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v), 2)}\n`,
+  );
 }
 
 /**
  * Wraps a command action: a thrown error prints `replayable: <message>` on stderr and exits
  * 2 for a configuration error, 1 otherwise.
  */
-export function action<A extends unknown[]>(fn: (...args: A) => Promise<void>): (...args: A) => Promise<void> {
+export function action<A extends unknown[]>(
+  fn: (...args: A) => Promise<void>,
+): (...args: A) => Promise<void> {
   return async (...args: A) => {
     try {
       await fn(...args);
@@ -76,10 +88,19 @@ export function action<A extends unknown[]>(fn: (...args: A) => Promise<void>): 
 }
 
 /** Parses a flag as a whole number within [min, max]. @throws ReplayableError CONFIG_INVALID naming the flag. */
-export function intFlag(name: string, value: string | undefined, min: number, max: number, fallback: number): number {
+export function intFlag(
+  name: string,
+  value: string | undefined,
+  min: number,
+  max: number,
+  fallback: number,
+): number {
   if (value === undefined) return fallback;
   if (!/^\d+$/.test(value) || Number(value) < min || Number(value) > max) {
-    throw new ReplayableError("CONFIG_INVALID", `${name}: "${value}" must be a whole number from ${min} to ${max}`);
+    throw new ReplayableError(
+      "CONFIG_INVALID",
+      `${name}: "${value}" must be a whole number from ${min} to ${max}`,
+    );
   }
   return Number(value);
 }
@@ -89,7 +110,10 @@ export function rateFlag(name: string, value: string | undefined): number {
   if (value === undefined) return 0;
   const rate = Number(value);
   if (!/^\d*\.?\d+$/.test(value) || !(rate >= 0 && rate < 1)) {
-    throw new ReplayableError("CONFIG_INVALID", `${name}: "${value}" must be a fraction from 0 up to (not including) 1, e.g. 0.1`);
+    throw new ReplayableError(
+      "CONFIG_INVALID",
+      `${name}: "${value}" must be a fraction from 0 up to (not including) 1, e.g. 0.1`,
+    );
   }
   return rate;
 }

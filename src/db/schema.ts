@@ -76,7 +76,9 @@ export const deadLetters = replayableSchema.table(
     key: bytea("key"),
     value: bytea("value"),
     /** Header name → list of base64 values (headers may repeat and hold any bytes). */
-    headers: jsonb("headers").notNull().default(sql`'{}'::jsonb`),
+    headers: jsonb("headers")
+      .notNull()
+      .default(sql`'{}'::jsonb`),
     errorCode: text("error_code").notNull(),
     errorMessage: text("error_message").notNull(),
     attempts: integer("attempts").notNull().default(1),

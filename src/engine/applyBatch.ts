@@ -65,7 +65,7 @@ export interface ApplyBatchInput<T> {
  * @throws the underlying database error (classify it with classifyPgError) for anything else.
  */
 export async function applyBatch<T>(input: ApplyBatchInput<T>): Promise<BatchResult> {
-  const { client, projection, topic, partition, records, log } = input;
+  const { client, records, log } = input;
   const last = records[records.length - 1];
   if (last === undefined) throw new Error("applyBatch: empty batch");
   await client.query("BEGIN ISOLATION LEVEL READ COMMITTED");

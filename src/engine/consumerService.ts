@@ -33,7 +33,8 @@ export interface ConsumerServiceOptions {
 }
 
 /** Why the service ended: a requested stop, or a fatal error (exit non-zero). */
-export type ServiceOutcome = { readonly kind: "stopped" } | { readonly kind: "failed"; readonly error: Error };
+export type ServiceOutcome =
+  { readonly kind: "stopped" } | { readonly kind: "failed"; readonly error: Error };
 
 /**
  * Runs one member of the projection's consumer group.
@@ -65,7 +66,11 @@ export class ConsumerService {
     this.done = new Promise((resolve) => (this.resolveDone = resolve));
     this.topics = config.topics.length > 0 ? config.topics : projection.defaultTopics;
     this.pool = createPool(
-      { connectionString: config.databaseUrl, max: config.dbPoolSize, applicationName: `replayable:${projection.name}` },
+      {
+        connectionString: config.databaseUrl,
+        max: config.dbPoolSize,
+        applicationName: `replayable:${projection.name}`,
+      },
       (error) => log.warn({ err: error }, "idle PostgreSQL connection failed; the pool replaces it"),
     );
     this.consumer = new GroupConsumer({
@@ -116,7 +121,10 @@ export class ConsumerService {
         log.info({ host: config.metrics.host, port: this.http.port }, "serving /metrics, /healthz, /readyz");
       }
       await this.consumer.start();
-      log.info({ groupId: config.groupId, topics: this.topics, projection: projection.name }, "consumer started");
+      log.info(
+        { groupId: config.groupId, topics: this.topics, projection: projection.name },
+        "consumer started",
+      );
     })();
     return this.started;
   }
@@ -160,8 +168,8 @@ export class ConsumerService {
   }
 
   private async onBatch(batch: PartitionBatch, control: BatchControl): Promise<void> {
-    const { config, projection } = this.options;
-    const log = this.options.log.child({ topic: batch.topic, partition: batch.partition, groupId: config.groupId });
+    const { config } = this.options;
+    const log = this.options.log.child({ topic: batch.topic, partition: batch.partition });
     for (const chunk of chunkRecords(batch.records, config.maxBatchRecords, config.maxBatchBytes)) {
       if (!control.isActive() || this.fatal) return;
       const started = process.hrtime.bigint();
@@ -189,7 +197,10 @@ export class ConsumerService {
     const { config, projection } = this.options;
     for (let attempt = 0; ; attempt++) {
       if (!control.isActive() || this.fatal) return undefined;
-      const heartbeats = setInterval(() => void control.heartbeat().catch(() => undefined), config.heartbeatIntervalMs);
+      const heartbeats = setInterval(
+        () => void control.heartbeat().catch(() => undefined),
+        config.heartbeatIntervalMs,
+      );
       const started = process.hrtime.bigint();
       let client: pg.PoolClient | undefined;
       try {
@@ -219,7 +230,14 @@ export class ConsumerService {
         this.metrics.transactionRetries.inc({ reason });
         const waitMs = backoffDelayMs(attempt, config.retryInitialMs, config.retryMaxMs);
         log.warn(
-          { err: error, kind, reason, attempt: attempt + 1, retryInMs: waitMs, firstOffset: chunk[0]?.offset },
+          {
+            err: error,
+            kind,
+            reason,
+            attempt: attempt + 1,
+            retryInMs: waitMs,
+            firstOffset: chunk[0]?.offset,
+          },
           "transaction failed; retrying",
         );
         try {
@@ -238,12 +256,14 @@ export class ConsumerService {
     const m = this.metrics;
     if (result.applied > 0) m.applied.inc({ topic }, result.applied);
     if (result.duplicates.offset > 0) m.duplicates.inc({ topic, key: "offset" }, result.duplicates.offset);
-    if (result.duplicates.event_id > 0) m.duplicates.inc({ topic, key: "event_id" }, result.duplicates.event_id);
+    if (result.duplicates.event_id > 0)
+      m.duplicates.inc({ topic, key: "event_id" }, result.duplicates.event_id);
     for (const d of result.deadLettered) m.deadLettered.inc({ topic, code: d.code });
     const labels = { topic, partition: String(partition) };
     m.lag.set(labels, Number(offsetDistance(batch.highWatermark, result.nextOffset)));
     m.checkpoint.set(labels, Number(BigInt(result.checkpoint)));
-    if (commit === "committed") m.checkpointCommitGap.set(labels, Number(offsetDistance(result.checkpoint, result.nextOffset)));
+    if (commit === "committed")
+      m.checkpointCommitGap.set(labels, Number(offsetDistance(result.checkpoint, result.nextOffset)));
     log.debug(
       {
         nextOffset: result.nextOffset,

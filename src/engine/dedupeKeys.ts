@@ -31,7 +31,10 @@ export function extractEventId(record: KafkaRecord, key: Exclude<DedupeKey, { ki
     } catch {
       throw new PermanentRecordError("EVENT_ID_MISSING", `value is not JSON, so it has no ${where}`);
     }
-    id = typeof parsed === "object" && parsed !== null ? (parsed as Record<string, unknown>)[key.field] : undefined;
+    id =
+      typeof parsed === "object" && parsed !== null
+        ? (parsed as Record<string, unknown>)[key.field]
+        : undefined;
     if (typeof id === "number") {
       throw new PermanentRecordError(
         "EVENT_ID_MISSING",
@@ -40,7 +43,10 @@ export function extractEventId(record: KafkaRecord, key: Exclude<DedupeKey, { ki
     }
   }
   if (typeof id !== "string" || id.length === 0) {
-    throw new PermanentRecordError("EVENT_ID_MISSING", `record has no ${where}: every record needs a non-empty event id`);
+    throw new PermanentRecordError(
+      "EVENT_ID_MISSING",
+      `record has no ${where}: every record needs a non-empty event id`,
+    );
   }
   if (id.length > MAX_EVENT_ID_LENGTH) {
     throw new PermanentRecordError("EVENT_ID_MISSING", `${where} is over ${MAX_EVENT_ID_LENGTH} characters`);

@@ -39,7 +39,11 @@ export class KafkaAdmin {
   }
 
   /** Creates `topic` with `partitions` partitions (replication factor 1) unless it exists; true when created. */
-  async createTopic(topic: string, partitions: number, config: Record<string, string> = {}): Promise<boolean> {
+  async createTopic(
+    topic: string,
+    partitions: number,
+    config: Record<string, string> = {},
+  ): Promise<boolean> {
     return this.admin.createTopics({
       waitForLeaders: true,
       topics: [
@@ -86,7 +90,11 @@ export class KafkaAdmin {
     if (group === undefined) return { state: "Dead", members: [] };
     return {
       state: group.state,
-      members: group.members.map((m) => ({ memberId: m.memberId, clientId: m.clientId, clientHost: m.clientHost })),
+      members: group.members.map((m) => ({
+        memberId: m.memberId,
+        clientId: m.clientId,
+        clientHost: m.clientHost,
+      })),
     };
   }
 
@@ -100,13 +108,19 @@ export class KafkaAdmin {
   }
 
   /** Offsets of the first record at or after `timestampMs` per partition (the high watermark when none). */
-  async offsetsForTimestamp(topic: string, timestampMs: number): Promise<{ partition: number; offset: string }[]> {
+  async offsetsForTimestamp(
+    topic: string,
+    timestampMs: number,
+  ): Promise<{ partition: number; offset: string }[]> {
     const result = await this.admin.fetchTopicOffsetsByTimestamp(topic, timestampMs);
     return result.map((r) => ({ partition: r.partition, offset: r.offset }));
   }
 
   /** Deletes records below `offset` per partition, moving the log start offset (KIP-107). */
-  async deleteRecords(topic: string, partitions: readonly { partition: number; offset: string }[]): Promise<void> {
+  async deleteRecords(
+    topic: string,
+    partitions: readonly { partition: number; offset: string }[],
+  ): Promise<void> {
     await this.admin.deleteTopicRecords({ topic, partitions: partitions.map((p) => ({ ...p })) });
   }
 }

@@ -49,7 +49,12 @@ export interface GroupConsumerOptions {
   readonly onCrash?: (error: Error) => void;
 }
 
-const REBALANCE_ERRORS = new Set(["REBALANCE_IN_PROGRESS", "ILLEGAL_GENERATION", "UNKNOWN_MEMBER_ID", "NOT_COORDINATOR_FOR_GROUP"]);
+const REBALANCE_ERRORS = new Set([
+  "REBALANCE_IN_PROGRESS",
+  "ILLEGAL_GENERATION",
+  "UNKNOWN_MEMBER_ID",
+  "NOT_COORDINATOR_FOR_GROUP",
+]);
 
 /** A consumer group member. `start()` and `stop()` are idempotent. */
 export class GroupConsumer {
@@ -72,7 +77,11 @@ export class GroupConsumer {
     this.consumer.on(GROUP_JOIN, (event) => {
       this.joined = true;
       options.log.info(
-        { groupId: options.groupId, memberId: event.payload.memberId, assignment: event.payload.memberAssignment },
+        {
+          groupId: options.groupId,
+          memberId: event.payload.memberId,
+          assignment: event.payload.memberAssignment,
+        },
         "joined consumer group",
       );
       options.onAssignment?.(event.payload.memberAssignment);
@@ -136,7 +145,10 @@ export class GroupConsumer {
           } catch (error) {
             const type = (error as { type?: string }).type;
             if (type !== undefined && REBALANCE_ERRORS.has(type) && type !== "NOT_COORDINATOR_FOR_GROUP") {
-              this.options.log.info({ topic, partition, nextOffset, type }, "offset commit skipped: the group rebalanced");
+              this.options.log.info(
+                { topic, partition, nextOffset, type },
+                "offset commit skipped: the group rebalanced",
+              );
               return "skipped_rebalanced";
             }
             if (attempt >= 3) {

@@ -23,7 +23,10 @@ export async function produceRecords(
 ): Promise<number> {
   const producer = kafka.producer({
     createPartitioner: Partitioners.DefaultPartitioner,
-    allowAutoTopicCreation: false, idempotent: false, maxInFlightRequests: 1 });
+    allowAutoTopicCreation: false,
+    idempotent: false,
+    maxInFlightRequests: 1,
+  });
   await producer.connect();
   try {
     for (let i = 0; i < records.length; i += batchSize) {

@@ -44,7 +44,9 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
             .writeHead(r.ready ? 200 : 503, { "content-type": "text/plain" })
             .end(r.ready ? "ready\n" : `not ready: ${r.reason}\n`);
         } else {
-          res.writeHead(404, { "content-type": "text/plain" }).end("not found: try /metrics, /healthz, /readyz\n");
+          res
+            .writeHead(404, { "content-type": "text/plain" })
+            .end("not found: try /metrics, /healthz, /readyz\n");
         }
       } catch (error) {
         res.writeHead(500, { "content-type": "text/plain" }).end(`error: ${String(error)}\n`);

@@ -20,5 +20,5 @@ export function getProjection(name: string): Projection<unknown> {
   if (projection === undefined) {
     throw new Error(`unknown projection "${name}": use one of ${projectionNames().join(", ")}`);
   }
-  return projection as Projection<unknown>;
+  return projection;
 }

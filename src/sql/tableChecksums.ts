@@ -9,7 +9,10 @@ export interface TableChecksum {
 }
 
 /** Checksums of each schema-qualified table in `tables` (e.g. `ledger.ledger_accounts`). */
-export async function tableChecksums(client: pg.Pool | pg.ClientBase, tables: readonly string[]): Promise<TableChecksum[]> {
+export async function tableChecksums(
+  client: pg.Pool | pg.ClientBase,
+  tables: readonly string[],
+): Promise<TableChecksum[]> {
   const out: TableChecksum[] = [];
   for (const table of tables) {
     const quoted = table

@@ -39,7 +39,12 @@ export function startCli(args: readonly string[], env: Record<string, string> = 
     stderr: () => err,
     exited,
     async waitForStderr(text, timeoutMs = 60_000) {
-      await waitFor(`stderr to contain ${String(text)}`, () => (matches(text) ? true : undefined), timeoutMs, 50);
+      await waitFor(
+        `stderr to contain ${String(text)}`,
+        () => (matches(text) ? true : undefined),
+        timeoutMs,
+        50,
+      );
     },
     async metricsPort(timeoutMs = 60_000) {
       return waitFor(
@@ -69,7 +74,11 @@ export async function runCli(
 }
 
 /** Sums a metric's samples in Prometheus text from /metrics, optionally only those with `labels`. */
-export async function scrapeMetric(port: number, name: string, labels: Record<string, string> = {}): Promise<number> {
+export async function scrapeMetric(
+  port: number,
+  name: string,
+  labels: Record<string, string> = {},
+): Promise<number> {
   const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
   return sumMetric(text, name, labels);
 }

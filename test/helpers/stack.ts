@@ -83,21 +83,30 @@ export async function waitFor<T>(
       last = error;
     }
     if (Date.now() > deadline) {
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String(last)}` : ""}`);
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting for ${what}${last instanceof Error ? `: ${last.message}` : ""}`,
+      );
     }
     await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
 }
 
 /** Waits until the group's committed offset equals the high watermark on every partition of `topic`. */
-export async function waitForCaughtUp(admin: KafkaAdmin, groupId: string, topic: string, timeoutMs = 90_000): Promise<void> {
+export async function waitForCaughtUp(
+  admin: KafkaAdmin,
+  groupId: string,
+  topic: string,
+  timeoutMs = 90_000,
+): Promise<void> {
   await waitFor(
     `group ${groupId} to commit the high watermark of ${topic}`,
     async () => {
       const ends = await admin.topicOffsets(topic);
       const committed = await admin.committedOffsets(groupId, [topic]);
       const done = ends.every(
-        (e) => committed.find((c) => c.partition === e.partition)?.offset === e.highWatermark || e.highWatermark === "0",
+        (e) =>
+          committed.find((c) => c.partition === e.partition)?.offset === e.highWatermark ||
+          e.highWatermark === "0",
       );
       return done ? true : undefined;
     },

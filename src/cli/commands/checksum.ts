@@ -4,7 +4,14 @@ import { createPool, drizzleOf } from "../../db/pool.js";
 import { ledgerChecksum, readLedgerState } from "../../projections/ledger/checksum.js";
 import { getProjection } from "../../projections/registry.js";
 import { tableChecksums } from "../../sql/tableChecksums.js";
-import { action, configFrom, printJson, printTable, withConnectionOptions, type ConnectionFlags } from "../common.js";
+import {
+  action,
+  configFrom,
+  printJson,
+  printTable,
+  withConnectionOptions,
+  type ConnectionFlags,
+} from "../common.js";
 
 interface ChecksumFlags extends ConnectionFlags {
   projection?: string;
@@ -14,7 +21,9 @@ interface ChecksumFlags extends ConnectionFlags {
 /** Builds the `checksum` command. */
 export function checksumCommand(): Command {
   return withConnectionOptions(new Command("checksum"))
-    .description("print row counts and MD5 checksums of the projection's derived tables (and the ledger checksum)")
+    .description(
+      "print row counts and MD5 checksums of the projection's derived tables (and the ledger checksum)",
+    )
     .option("--projection <name>", "projection (env REPLAYABLE_PROJECTION)")
     .option("--output <format>", "table or json", "table")
     .action(
@@ -24,8 +33,10 @@ export function checksumCommand(): Command {
         const pool = createPool({ connectionString: config.databaseUrl, max: 1 });
         try {
           const tables = await tableChecksums(pool, projection.tables);
-          const ledger = projection.name === "ledger" ? ledgerChecksum(await readLedgerState(drizzleOf(pool))) : undefined;
-          if (flags.output === "json") printJson({ projection: projection.name, tables, ledgerChecksum: ledger });
+          const ledger =
+            projection.name === "ledger" ? ledgerChecksum(await readLedgerState(drizzleOf(pool))) : undefined;
+          if (flags.output === "json")
+            printJson({ projection: projection.name, tables, ledgerChecksum: ledger });
           else {
             printTable(tables.map((t) => ({ table: t.table, rows: t.rows, md5: t.md5 })));
             if (ledger !== undefined) process.stdout.write(`ledger checksum ${ledger}\n`);

@@ -48,7 +48,11 @@ export function produceCommand(): Command {
             duplicateRate: rateFlag("--duplicate-rate", flags.duplicateRate),
             seed: intFlag("--seed", flags.seed, 0, 2 ** 32 - 1, 1),
           });
-          const kafka = createKafka({ brokers: config.kafka.brokers, clientId: `${config.kafka.clientId}-produce`, log });
+          const kafka = createKafka({
+            brokers: config.kafka.brokers,
+            clientId: `${config.kafka.clientId}-produce`,
+            log,
+          });
           const admin = await KafkaAdmin.connect(kafka);
           try {
             await admin.createTopic(flags.topic, intFlag("--partitions", flags.partitions, 1, 10_000, 3));

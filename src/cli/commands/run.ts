@@ -21,9 +21,13 @@ interface RunFlags extends ConnectionFlags {
 /** Builds the `run` command. */
 export function runCommand(): Command {
   return withConnectionOptions(new Command("run"))
-    .description("consume the projection's topics as a consumer group member and apply each record effectively once")
+    .description(
+      "consume the projection's topics as a consumer group member and apply each record effectively once",
+    )
     .addOption(
-      new Option("--projection <name>", `projection to run (env REPLAYABLE_PROJECTION)`).choices(projectionNames()),
+      new Option("--projection <name>", `projection to run (env REPLAYABLE_PROJECTION)`).choices(
+        projectionNames(),
+      ),
     )
     .option("--topic <topic...>", "topics to consume (env REPLAYABLE_TOPICS; default: the projection's)")
     .option("--group <id>", "consumer group id (env REPLAYABLE_GROUP_ID; default: the projection name)")

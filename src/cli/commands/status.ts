@@ -5,7 +5,16 @@ import { KafkaAdmin } from "../../kafka/admin.js";
 import { offsetDistance } from "../../offsets.js";
 import { getProjection } from "../../projections/registry.js";
 import { readCheckpoints } from "../../sql/readCheckpoints.js";
-import { action, cliKafka, cliLogger, configFrom, printJson, printTable, withConnectionOptions, type ConnectionFlags } from "../common.js";
+import {
+  action,
+  cliKafka,
+  cliLogger,
+  configFrom,
+  printJson,
+  printTable,
+  withConnectionOptions,
+  type ConnectionFlags,
+} from "../common.js";
 
 interface StatusFlags extends ConnectionFlags {
   projection?: string;
@@ -52,8 +61,11 @@ export function statusCommand(): Command {
           const checkpoints = await readCheckpoints(pool, projection.name);
           for (const topic of topics) {
             for (const p of await admin.topicOffsets(topic)) {
-              const c = committed.find((x) => x.topic === topic && x.partition === p.partition)?.offset ?? "-1";
-              const cp = checkpoints.find((x) => x.topic === topic && x.partition === p.partition)?.nextOffset;
+              const c =
+                committed.find((x) => x.topic === topic && x.partition === p.partition)?.offset ?? "-1";
+              const cp = checkpoints.find(
+                (x) => x.topic === topic && x.partition === p.partition,
+              )?.nextOffset;
               const from = c === "-1" ? p.logStartOffset : c;
               rows.push({
                 topic,
@@ -66,7 +78,8 @@ export function statusCommand(): Command {
               });
             }
           }
-          if (flags.output === "json") printJson({ groupId: config.groupId, projection: projection.name, partitions: rows });
+          if (flags.output === "json")
+            printJson({ groupId: config.groupId, projection: projection.name, partitions: rows });
           else printTable(rows as unknown as Record<string, string | number>[]);
         } finally {
           await admin.close();

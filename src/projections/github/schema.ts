@@ -10,7 +10,9 @@ export const githubRepoActivity = githubSchema.table(
   {
     repo: text("repo").notNull(),
     eventType: text("event_type").notNull(),
-    events: bigint("events", { mode: "bigint" }).notNull().default(sql`0`),
+    events: bigint("events", { mode: "bigint" })
+      .notNull()
+      .default(sql`0`),
   },
   (t) => [primaryKey({ columns: [t.repo, t.eventType] })],
 );
@@ -18,6 +20,10 @@ export const githubRepoActivity = githubSchema.table(
 /** Pushes per actor: per PushEvent, pushes +1 and commits + payload.size. */
 export const githubActorPushes = githubSchema.table("github_actor_pushes", {
   actor: text("actor").primaryKey(),
-  pushes: bigint("pushes", { mode: "bigint" }).notNull().default(sql`0`),
-  commits: bigint("commits", { mode: "bigint" }).notNull().default(sql`0`),
+  pushes: bigint("pushes", { mode: "bigint" })
+    .notNull()
+    .default(sql`0`),
+  commits: bigint("commits", { mode: "bigint" })
+    .notNull()
+    .default(sql`0`),
 });

@@ -15,7 +15,8 @@ export interface LedgerState {
  */
 export function ledgerChecksum(state: LedgerState): string {
   const lines: string[] = [];
-  for (const [account, balance] of state.balances) if (balance !== 0n) lines.push(`account ${account} ${balance}`);
+  for (const [account, balance] of state.balances)
+    if (balance !== 0n) lines.push(`account ${account} ${balance}`);
   for (const [order, s] of state.orders) lines.push(`order ${order} ${s}`);
   lines.sort();
   return createHash("sha256").update(lines.join("\n")).digest("hex");
@@ -24,7 +25,9 @@ export function ledgerChecksum(state: LedgerState): string {
 /** Reads the ledger's derived tables into a {@link LedgerState}. */
 export async function readLedgerState(db: Db): Promise<LedgerState> {
   const accounts = await db.select().from(ledgerAccounts);
-  const orders = await db.select({ orderId: ledgerOrders.orderId, state: ledgerOrders.state }).from(ledgerOrders);
+  const orders = await db
+    .select({ orderId: ledgerOrders.orderId, state: ledgerOrders.state })
+    .from(ledgerOrders);
   return {
     balances: new Map(accounts.map((a) => [a.accountId, BigInt(a.balanceCents)])),
     orders: new Map(orders.map((o) => [o.orderId, o.state])),

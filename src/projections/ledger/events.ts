@@ -16,8 +16,17 @@ export const LEDGER_TYPES = [
 
 /** A decoded ledger event. Amounts are positive whole cents, below 2^53. */
 export type LedgerEvent =
-  | { readonly type: "ledger.account.credited" | "ledger.account.debited"; readonly account: string; readonly amount: number }
-  | { readonly type: "ledger.order.paid"; readonly order: string; readonly account: string; readonly amount: number }
+  | {
+      readonly type: "ledger.account.credited" | "ledger.account.debited";
+      readonly account: string;
+      readonly amount: number;
+    }
+  | {
+      readonly type: "ledger.order.paid";
+      readonly order: string;
+      readonly account: string;
+      readonly amount: number;
+    }
   | { readonly type: "ledger.order.shipped"; readonly order: string; readonly shippedAt: Date };
 
 /**
@@ -27,13 +36,16 @@ export type LedgerEvent =
 export function decodeLedgerEvent(record: KafkaRecord): LedgerEvent {
   const specversion = headerText(record, "ce_specversion");
   if (specversion !== "1.0") {
-    throw invalid(`header ce_specversion is ${JSON.stringify(specversion ?? null)}; CloudEvents binary mode needs "1.0"`);
+    throw invalid(
+      `header ce_specversion is ${JSON.stringify(specversion ?? null)}; CloudEvents binary mode needs "1.0"`,
+    );
   }
   const type = headerText(record, "ce_type");
   if (!LEDGER_TYPES.includes(type as (typeof LEDGER_TYPES)[number])) {
     throw invalid(`header ce_type ${JSON.stringify(type ?? null)} is not one of ${LEDGER_TYPES.join(", ")}`);
   }
-  if (record.value === null || record.value.length === 0) throw invalid("value is empty; expected a JSON object");
+  if (record.value === null || record.value.length === 0)
+    throw invalid("value is empty; expected a JSON object");
   if (!isUtf8(record.value)) throw invalid("value is not valid UTF-8");
   let data: unknown;
   try {
@@ -41,7 +53,8 @@ export function decodeLedgerEvent(record: KafkaRecord): LedgerEvent {
   } catch (error) {
     throw invalid(`value is not JSON: ${(error as Error).message}`);
   }
-  if (typeof data !== "object" || data === null || Array.isArray(data)) throw invalid("value must be a JSON object");
+  if (typeof data !== "object" || data === null || Array.isArray(data))
+    throw invalid("value must be a JSON object");
   const fields = data as Record<string, unknown>;
   switch (type) {
     case "ledger.account.credited":
@@ -52,8 +65,14 @@ export function decodeLedgerEvent(record: KafkaRecord): LedgerEvent {
     default: {
       const shippedAt = fields.shipped_at;
       const date = typeof shippedAt === "string" ? new Date(shippedAt) : undefined;
-      if (date === undefined || Number.isNaN(date.getTime()) || !/^\d{4}-\d{2}-\d{2}T/.test(shippedAt as string)) {
-        throw invalid(`field shipped_at must be an ISO-8601 date-time string, got ${JSON.stringify(shippedAt ?? null)}`);
+      if (
+        date === undefined ||
+        Number.isNaN(date.getTime()) ||
+        !/^\d{4}-\d{2}-\d{2}T/.test(shippedAt as string)
+      ) {
+        throw invalid(
+          `field shipped_at must be an ISO-8601 date-time string, got ${JSON.stringify(shippedAt ?? null)}`,
+        );
       }
       return { type: "ledger.order.shipped", order: id(fields, "order"), shippedAt: date };
     }
@@ -63,7 +82,9 @@ export function decodeLedgerEvent(record: KafkaRecord): LedgerEvent {
 function id(fields: Record<string, unknown>, name: string): string {
   const value = fields[name];
   if (typeof value !== "string" || value.length === 0 || value.length > 200) {
-    throw invalid(`field ${name} must be a non-empty string of at most 200 characters, got ${JSON.stringify(value ?? null)}`);
+    throw invalid(
+      `field ${name} must be a non-empty string of at most 200 characters, got ${JSON.stringify(value ?? null)}`,
+    );
   }
   return value;
 }

@@ -60,7 +60,12 @@ export function generateLedgerStream(options: LedgerStreamOptions): LedgerStream
     return {
       key,
       value: JSON.stringify(value),
-      headers: { ce_specversion: "1.0", ce_id: `${prefix}${n}`, ce_source: "/replayable/produce", ce_type: type },
+      headers: {
+        ce_specversion: "1.0",
+        ce_id: `${prefix}${n}`,
+        ce_source: "/replayable/produce",
+        ce_type: type,
+      },
     };
   };
 
@@ -77,18 +82,28 @@ export function generateLedgerStream(options: LedgerStreamOptions): LedgerStream
       const credited = roll < 0.4 || orderSeq === 0;
       const amount = 1 + pick(100_000);
       balances.set(account, (balances.get(account) ?? 0n) + BigInt(credited ? amount : -amount));
-      records.push(toRecord(n, account, { type: credited ? "ledger.account.credited" : "ledger.account.debited", account, amount }));
+      records.push(
+        toRecord(n, account, {
+          type: credited ? "ledger.account.credited" : "ledger.account.debited",
+          account,
+          amount,
+        }),
+      );
       if (orderSeq === 0) orderSeq = 1;
     } else if (roll < 0.85 || unshipped.length === 0) {
       const order = `ord-${options.seed}-${orderSeq++}`;
       orders.set(order, "paid");
       unshipped.push(order);
       const account = `acc-${pick(accountCount)}`;
-      records.push(toRecord(n, order, { type: "ledger.order.paid", order, account, amount: 1 + pick(50_000) }));
+      records.push(
+        toRecord(n, order, { type: "ledger.order.paid", order, account, amount: 1 + pick(50_000) }),
+      );
     } else {
       const order = unshipped.splice(pick(unshipped.length), 1)[0]!;
       orders.set(order, "shipped");
-      records.push(toRecord(n, order, { type: "ledger.order.shipped", order, shippedAt: new Date(baseTime + n * 1000) }));
+      records.push(
+        toRecord(n, order, { type: "ledger.order.shipped", order, shippedAt: new Date(baseTime + n * 1000) }),
+      );
     }
   }
   const expected = { balances, orders };

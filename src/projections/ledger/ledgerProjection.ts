@@ -10,7 +10,10 @@ import { decodeLedgerEvent, type LedgerEvent } from "./events.js";
 import { ledgerAccounts, ledgerOrders } from "./schema.js";
 
 /** Applies one ledger event inside the dedupe-then-effect transaction. */
-async function applyLedgerEvent(ctx: ApplyContext, { record, value: event }: DecodedRecord<LedgerEvent>): Promise<void> {
+async function applyLedgerEvent(
+  ctx: ApplyContext,
+  { record, value: event }: DecodedRecord<LedgerEvent>,
+): Promise<void> {
   const { db, log } = ctx;
   switch (event.type) {
     case "ledger.account.credited":
@@ -29,7 +32,13 @@ async function applyLedgerEvent(ctx: ApplyContext, { record, value: event }: Dec
       const paidAt = new Date(Number(record.timestamp));
       await db
         .insert(ledgerOrders)
-        .values({ orderId: event.order, accountId: event.account, amountCents: BigInt(event.amount), state: "paid", paidAt })
+        .values({
+          orderId: event.order,
+          accountId: event.account,
+          amountCents: BigInt(event.amount),
+          state: "paid",
+          paidAt,
+        })
         .onConflictDoUpdate({
           target: ledgerOrders.orderId,
           set: { accountId: event.account, amountCents: BigInt(event.amount), paidAt },
@@ -44,7 +53,10 @@ async function applyLedgerEvent(ctx: ApplyContext, { record, value: event }: Dec
         .where(and(eq(ledgerOrders.orderId, event.order), eq(ledgerOrders.state, "paid")))
         .returning({ orderId: ledgerOrders.orderId });
       if (updated.length === 0) {
-        log.info({ offset: record.offset, order: event.order }, "order not shipped: already shipped, or never paid");
+        log.info(
+          { offset: record.offset, order: event.order },
+          "order not shipped: already shipped, or never paid",
+        );
       }
       return;
     }

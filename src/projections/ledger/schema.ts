@@ -7,7 +7,9 @@ export const ledgerSchema = pgSchema("ledger");
 /** Account balances: credited/debited events add and subtract (only dedupe keeps this right). */
 export const ledgerAccounts = ledgerSchema.table("ledger_accounts", {
   accountId: text("account_id").primaryKey(),
-  balanceCents: bigint("balance_cents", { mode: "bigint" }).notNull().default(sql`0`),
+  balanceCents: bigint("balance_cents", { mode: "bigint" })
+    .notNull()
+    .default(sql`0`),
 });
 
 /** Orders: `paid` is a set, `shipped` a conditional update (`WHERE state = 'paid'`). */

@@ -6,7 +6,14 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFinished }
 import type { KafkaAdmin } from "../../../src/kafka/admin.js";
 import { eventIdCount, ledgerChecksumOf, produceLedger } from "../../helpers/ledger.js";
 import { scrapeMetric, startCli } from "../../helpers/process.js";
-import { createTestDatabase, testAdmin, uniqueName, waitFor, waitForCaughtUp, type TestDatabase } from "../../helpers/stack.js";
+import {
+  createTestDatabase,
+  testAdmin,
+  uniqueName,
+  waitFor,
+  waitForCaughtUp,
+  type TestDatabase,
+} from "../../helpers/stack.js";
 
 let db: TestDatabase;
 let admin: KafkaAdmin;
@@ -30,7 +37,18 @@ beforeEach(async () => {
 const FAST_REJOIN = { REPLAYABLE_SESSION_TIMEOUT_MS: "6000", REPLAYABLE_HEARTBEAT_INTERVAL_MS: "1000" };
 
 function runArgs(topic: string, group: string): string[] {
-  return ["run", "--projection", "ledger", "--topic", topic, "--group", group, "--database-url", db.url, "--no-migrate"];
+  return [
+    "run",
+    "--projection",
+    "ledger",
+    "--topic",
+    topic,
+    "--group",
+    group,
+    "--database-url",
+    db.url,
+    "--no-migrate",
+  ];
 }
 
 async function checkpointSum(topic: string): Promise<bigint> {
@@ -100,7 +118,12 @@ describe("crash recovery", () => {
   it("SIGTERM in the middle of a batch exits 0 within the shutdown timeout; nothing applied twice after restart", async () => {
     const topic = uniqueName("sigterm");
     const group = uniqueName("g");
-    const stream = await produceLedger(admin, topic, { count: 60, partitions: 2, seed: 13, duplicateRate: 0.1 });
+    const stream = await produceLedger(admin, topic, {
+      count: 60,
+      partitions: 2,
+      seed: 13,
+      duplicateRate: 0.1,
+    });
 
     const slow = startCli(runArgs(topic, group), {
       REPLAYABLE_FAILPOINTS: "in-apply=sleep:3000@1",
