@@ -1,0 +1,136 @@
+/**
+ * The documented difference between the two dedupe keys, in-process against real Kafka and
+ * PostgreSQL: the same ce_id re-sent at a new offset is applied once with `event-id` dedupe
+ * and twice with `offset` dedupe. Also: a full replay (group reset to earliest) leaves the
+ * derived tables identical and counts every re-read record as a duplicate.
+ */
+import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFinished } from "vitest";
+import { loadConfig } from "../../../src/config.js";
+import { ConsumerService } from "../../../src/engine/consumerService.js";
+import type { KafkaAdmin } from "../../../src/kafka/admin.js";
+import { produceRecords } from "../../../src/kafka/producer.js";
+import { createLogger } from "../../../src/logger.js";
+import type { Metrics } from "../../../src/metrics/metrics.js";
+import type { Projection } from "../../../src/projection.js";
+import { ledgerProjection } from "../../../src/projections/ledger/ledgerProjection.js";
+import { tableChecksums } from "../../../src/sql/tableChecksums.js";
+import { eventIdCount, ledgerChecksumOf, produceLedger } from "../../helpers/ledger.js";
+import { sumMetric } from "../../helpers/process.js";
+import {
+  BROKERS,
+  createTestDatabase,
+  testAdmin,
+  testKafka,
+  uniqueName,
+  waitForCaughtUp,
+  type TestDatabase,
+} from "../../helpers/stack.js";
+
+let admin: KafkaAdmin;
+let db: TestDatabase;
+
+beforeAll(async () => {
+  admin = await testAdmin();
+});
+afterAll(async () => {
+  await admin?.close();
+});
+beforeEach(async () => {
+  const current = await createTestDatabase();
+  db = current;
+  onTestFinished(() => current.drop());
+});
+
+/** Runs one in-process member until the group has committed the high watermark, then stops it. */
+async function runUntilCaughtUp(
+  projection: Projection<unknown>,
+  topic: string,
+  group: string,
+): Promise<Metrics> {
+  const config = loadConfig({
+    KAFKA_BROKERS: BROKERS.join(","),
+    DATABASE_URL: db.url,
+    REPLAYABLE_TOPICS: topic,
+    REPLAYABLE_GROUP_ID: group,
+  });
+  const service = new ConsumerService({ config, projection, log: createLogger("warn"), http: false });
+  await service.start();
+  try {
+    await waitForCaughtUp(admin, group, topic);
+  } finally {
+    await service.stop();
+  }
+  expect(await service.done).toEqual({ kind: "stopped" });
+  return service.metrics;
+}
+
+async function metric(metrics: Metrics, name: string, labels: Record<string, string> = {}): Promise<number> {
+  return sumMetric(await metrics.registry.metrics(), name, labels);
+}
+
+const credit = (id: string, amount: number) => ({
+  key: "acc-1",
+  value: JSON.stringify({ account: "acc-1", amount }),
+  headers: { ce_specversion: "1.0", ce_id: id, ce_source: "/test", ce_type: "ledger.account.credited" },
+});
+
+async function balance(): Promise<string | undefined> {
+  const r = await db.pool.query<{ balance_cents: string }>(
+    "SELECT balance_cents FROM ledger.ledger_accounts WHERE account_id = 'acc-1'",
+  );
+  return r.rows[0]?.balance_cents;
+}
+
+describe("dedupe keys", () => {
+  it("applies the same ce_id at two offsets once with event-id dedupe", async () => {
+    const topic = uniqueName("same-id");
+    await admin.createTopic(topic, 1);
+    await produceRecords(testKafka(), topic, [credit("evt-1", 100), credit("evt-1", 100)]);
+    const metrics = await runUntilCaughtUp(ledgerProjection, topic, uniqueName("g"));
+    expect(await balance()).toBe("100");
+    expect(await metric(metrics, "replayable_duplicates_total", { topic, key: "event_id" })).toBe(1);
+    expect(await metric(metrics, "replayable_records_applied_total", { topic })).toBe(1);
+  });
+
+  it("applies the same ce_id at two offsets twice with offset dedupe (the documented difference)", async () => {
+    const topic = uniqueName("same-id-offset");
+    await admin.createTopic(topic, 1);
+    await produceRecords(testKafka(), topic, [credit("evt-1", 100), credit("evt-1", 100)]);
+    const byOffset: Projection<unknown> = {
+      ...ledgerProjection,
+      dedupe: { kind: "offset" },
+    } as Projection<unknown>;
+    const metrics = await runUntilCaughtUp(byOffset, topic, uniqueName("g"));
+    expect(await balance()).toBe("200");
+    expect(await metric(metrics, "replayable_duplicates_total", { topic })).toBe(0);
+    expect(await metric(metrics, "replayable_records_applied_total", { topic })).toBe(2);
+    expect(await eventIdCount(db.pool)).toBe(0);
+  });
+});
+
+describe("full replay", () => {
+  it("reset to earliest and run again: derived tables identical, duplicates = records re-read", async () => {
+    const topic = uniqueName("replay");
+    const group = uniqueName("g");
+    // Produced before the group exists: a new group starts from the earliest offset.
+    const stream = await produceLedger(admin, topic, {
+      count: 300,
+      partitions: 3,
+      duplicateRate: 0.1,
+      seed: 21,
+    });
+    const first = await runUntilCaughtUp(ledgerProjection as Projection<unknown>, topic, group);
+    expect(await metric(first, "replayable_records_applied_total")).toBe(stream.events);
+    expect(await metric(first, "replayable_duplicates_total", { key: "event_id" })).toBe(stream.duplicates);
+    expect(await ledgerChecksumOf(db.pool)).toBe(stream.checksum);
+    const before = await tableChecksums(db.pool, ledgerProjection.tables);
+
+    for (const p of await admin.topicOffsets(topic)) {
+      await admin.setOffsets(group, topic, [{ partition: p.partition, offset: p.logStartOffset }]);
+    }
+    const second = await runUntilCaughtUp(ledgerProjection as Projection<unknown>, topic, group);
+    expect(await tableChecksums(db.pool, ledgerProjection.tables)).toEqual(before);
+    expect(await metric(second, "replayable_duplicates_total", { key: "offset" })).toBe(300);
+    expect(await metric(second, "replayable_records_applied_total")).toBe(0);
+  });
+});

@@ -1,0 +1,46 @@
+import { describe, expect, it } from "vitest";
+import { extractEventId, valueDigest } from "../../src/engine/dedupeKeys.js";
+import { PermanentRecordError } from "../../src/errors.js";
+import type { KafkaRecord } from "../../src/record.js";
+
+const rec = (value: string | null, headers: Record<string, Buffer[]> = {}): KafkaRecord => ({
+  topic: "t",
+  partition: 0,
+  offset: "0",
+  timestamp: "0",
+  key: null,
+  value: value === null ? null : Buffer.from(value),
+  headers,
+});
+
+describe("extractEventId", () => {
+  it("keeps ids exactly as sent: leading zeros and values above 2^53", () => {
+    expect(extractEventId(rec('{"id":"000123"}'), { kind: "event-id", field: "id" })).toBe("000123");
+    expect(extractEventId(rec('{"id":"9007199254740993"}'), { kind: "event-id", field: "id" })).toBe(
+      "9007199254740993",
+    );
+    expect(
+      extractEventId(rec("{}", { ce_id: [Buffer.from("0042")] }), { kind: "event-id", header: "ce_id" }),
+    ).toBe("0042");
+  });
+
+  it("refuses a numeric id, a missing id and a header that is not UTF-8", () => {
+    expect(() => extractEventId(rec('{"id":9007199254740993}'), { kind: "event-id", field: "id" })).toThrow(
+      /JSON number; send it as a string/,
+    );
+    expect(() => extractEventId(rec("{}"), { kind: "event-id", field: "id" })).toThrow(PermanentRecordError);
+    expect(() => extractEventId(rec("not json"), { kind: "event-id", field: "id" })).toThrow(/not JSON/);
+    expect(() =>
+      extractEventId(rec("{}", { ce_id: [Buffer.from([0xff, 0xfe])] }), {
+        kind: "event-id",
+        header: "ce_id",
+      }),
+    ).toThrow(/not valid UTF-8/);
+  });
+
+  it("digests values so a redelivery and a reused id differ", () => {
+    expect(valueDigest(rec("a"))!.equals(valueDigest(rec("a"))!)).toBe(true);
+    expect(valueDigest(rec("a"))!.equals(valueDigest(rec("b"))!)).toBe(false);
+    expect(valueDigest(rec(null))).toBeNull();
+  });
+});

@@ -1,0 +1,75 @@
+import { describe, expect, it } from "vitest";
+import { PermanentRecordError } from "../../src/errors.js";
+import { ledgerChecksum } from "../../src/projections/ledger/checksum.js";
+import { decodeLedgerEvent } from "../../src/projections/ledger/events.js";
+import { generateLedgerStream } from "../../src/projections/ledger/generate.js";
+import type { KafkaRecord } from "../../src/record.js";
+
+const rec = (type: string, value: unknown): KafkaRecord => ({
+  topic: "t",
+  partition: 0,
+  offset: "0",
+  timestamp: "0",
+  key: null,
+  value: Buffer.from(typeof value === "string" ? value : JSON.stringify(value)),
+  headers: { ce_specversion: [Buffer.from("1.0")], ce_id: [Buffer.from("x")], ce_type: [Buffer.from(type)] },
+});
+
+describe("decodeLedgerEvent", () => {
+  it("decodes the four event types", () => {
+    expect(decodeLedgerEvent(rec("ledger.account.credited", { account: "a", amount: 5 }))).toEqual({
+      type: "ledger.account.credited",
+      account: "a",
+      amount: 5,
+    });
+    expect(
+      decodeLedgerEvent(rec("ledger.order.shipped", { order: "o", shipped_at: "2026-01-01T00:00:00Z" })),
+    ).toEqual({
+      type: "ledger.order.shipped",
+      order: "o",
+      shippedAt: new Date("2026-01-01T00:00:00Z"),
+    });
+  });
+
+  it.each([
+    ["ledger.account.credited", { account: "a", amount: 0 }, /field amount must be a positive whole number/],
+    ["ledger.account.credited", { account: "a", amount: -3 }, /field amount/],
+    ["ledger.account.debited", { account: "a", amount: 2 ** 53 }, /below 2\^53/],
+    ["ledger.account.debited", { account: "a", amount: "5" }, /field amount/],
+    ["ledger.account.credited", { amount: 5 }, /field account must be a non-empty string/],
+    ["ledger.order.shipped", { order: "o", shipped_at: "yesterday" }, /field shipped_at must be an ISO-8601/],
+    ["ledger.nope", { account: "a", amount: 1 }, /header ce_type "ledger.nope" is not one of/],
+    ["ledger.account.credited", '{"account": "a", "amount"', /value is not JSON/],
+    ["ledger.account.credited", "[1]", /value must be a JSON object/],
+  ])("refuses %s %j with a message naming the field", (type, value, message) => {
+    expect(() => decodeLedgerEvent(rec(type, value))).toThrow(PermanentRecordError);
+    expect(() => decodeLedgerEvent(rec(type, value))).toThrow(message);
+  });
+});
+
+describe("generateLedgerStream", () => {
+  it("is deterministic for a seed and counts its duplicates", () => {
+    const a = generateLedgerStream({ count: 500, duplicateRate: 0.1, seed: 5 });
+    const b = generateLedgerStream({ count: 500, duplicateRate: 0.1, seed: 5 });
+    expect(a.records).toEqual(b.records);
+    expect(a.checksum).toBe(b.checksum);
+    expect(a.records).toHaveLength(500);
+    expect(a.events + a.duplicates).toBe(500);
+    expect(a.duplicates).toBeGreaterThan(20);
+    const ids = new Set(a.records.map((r) => r.headers.ce_id));
+    expect(ids.size).toBe(a.events);
+  });
+
+  it("checksums state independently of insertion order, ignoring zero balances", () => {
+    const one = ledgerChecksum({
+      balances: new Map([
+        ["a", 1n],
+        ["b", 0n],
+      ]),
+      orders: new Map([["o", "paid"]]),
+    });
+    const two = ledgerChecksum({ balances: new Map([["a", 1n]]), orders: new Map([["o", "paid"]]) });
+    expect(one).toBe(two);
+    expect(ledgerChecksum({ balances: new Map([["a", 2n]]), orders: new Map() })).not.toBe(two);
+  });
+});
