@@ -99,7 +99,7 @@ describe("dedupe keys", () => {
     const byOffset: Projection<unknown> = {
       ...ledgerProjection,
       dedupe: { kind: "offset" },
-    } as Projection<unknown>;
+    };
     const metrics = await runUntilCaughtUp(byOffset, topic, uniqueName("g"));
     expect(await balance()).toBe("200");
     expect(await metric(metrics, "replayable_duplicates_total", { topic })).toBe(0);
@@ -119,7 +119,7 @@ describe("full replay", () => {
       duplicateRate: 0.1,
       seed: 21,
     });
-    const first = await runUntilCaughtUp(ledgerProjection as Projection<unknown>, topic, group);
+    const first = await runUntilCaughtUp(ledgerProjection, topic, group);
     expect(await metric(first, "replayable_records_applied_total")).toBe(stream.events);
     expect(await metric(first, "replayable_duplicates_total", { key: "event_id" })).toBe(stream.duplicates);
     expect(await ledgerChecksumOf(db.pool)).toBe(stream.checksum);
@@ -128,7 +128,7 @@ describe("full replay", () => {
     for (const p of await admin.topicOffsets(topic)) {
       await admin.setOffsets(group, topic, [{ partition: p.partition, offset: p.logStartOffset }]);
     }
-    const second = await runUntilCaughtUp(ledgerProjection as Projection<unknown>, topic, group);
+    const second = await runUntilCaughtUp(ledgerProjection, topic, group);
     expect(await tableChecksums(db.pool, ledgerProjection.tables)).toEqual(before);
     expect(await metric(second, "replayable_duplicates_total", { key: "offset" })).toBe(300);
     expect(await metric(second, "replayable_records_applied_total")).toBe(0);
