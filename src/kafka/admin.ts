@@ -44,6 +44,8 @@ export class KafkaAdmin {
     partitions: number,
     config: Record<string, string> = {},
   ): Promise<boolean> {
+    // Asking first keeps KafkaJS from logging TOPIC_ALREADY_EXISTS as an error.
+    if ((await this.admin.listTopics()).includes(topic)) return false;
     return this.admin.createTopics({
       waitForLeaders: true,
       topics: [
