@@ -72,6 +72,24 @@ export function errorMessage(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
+/**
+ * The message to store with a dead letter: the database's own message when a driver error is
+ * wrapped (drizzle-orm's "Failed query: … params: …" would copy the record's data into it), with
+ * its SQLSTATE, and without NUL characters (PostgreSQL text cannot hold them).
+ */
+export function recordErrorMessage(error: unknown): string {
+  let withState: unknown = undefined;
+  for (let e: unknown = error, depth = 0; typeof e === "object" && e !== null && depth < 5; depth++) {
+    if (sqlState(e) !== undefined && typeof (e as { code?: unknown }).code === "string") withState = e;
+    e = (e as { cause?: unknown }).cause;
+  }
+  const message =
+    withState === undefined
+      ? errorMessage(error)
+      : `${errorMessage(withState)} (SQLSTATE ${sqlState(withState)})`;
+  return message.replace(/\u0000/g, "\\0");
+}
+
 /** How a PostgreSQL failure is handled: retry the whole transaction, or dead-letter the record. */
 export type PgFailureKind = "transient" | "permanent" | "fault";
 
@@ -102,11 +120,15 @@ export function classifyPgError(error: unknown): { kind: PgFailureKind; reason: 
   return { kind: "fault", reason: "other" };
 }
 
-/** The SQLSTATE of a node-postgres error, if it has one. */
+/**
+ * The SQLSTATE of a node-postgres error, if it has one. Follows the `cause` chain, since
+ * drizzle-orm wraps driver errors (DrizzleQueryError) with the pg error as `cause`.
+ */
 export function sqlState(error: unknown): string | undefined {
-  if (typeof error === "object" && error !== null && "code" in error) {
-    const code = error.code;
+  for (let e: unknown = error, depth = 0; typeof e === "object" && e !== null && depth < 5; depth++) {
+    const code = (e as { code?: unknown }).code;
     if (typeof code === "string" && /^[0-9A-Z]{5}$/.test(code)) return code;
+    e = (e as { cause?: unknown }).cause;
   }
   return undefined;
 }
@@ -124,6 +146,8 @@ function isConnectionError(error: unknown): boolean {
   if (typeof error !== "object" || error === null) return false;
   const code = (error as { code?: unknown }).code;
   if (typeof code === "string" && CONNECTION_ERRNOS.has(code)) return true;
+  const cause = (error as { cause?: unknown }).cause;
+  if (cause !== undefined && cause !== error && isConnectionError(cause)) return true;
   const message = errorMessage(error);
   return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|terminating connection/i.test(
     message,

@@ -10,7 +10,7 @@ import {
   PermanentRecordError,
   ReplayableError,
   classifyPgError,
-  errorMessage,
+  recordErrorMessage,
   type ErrorCode,
 } from "../errors.js";
 import { failpoint } from "../failpoints.js";
@@ -124,7 +124,7 @@ async function inTransaction<T>(input: ApplyBatchInput<T>, last: KafkaRecord): P
       try {
         id = extractEventId(record, projection.dedupe);
       } catch (error) {
-        await deadLetter(record, codeOf(error, "EVENT_ID_MISSING"), errorMessage(error));
+        await deadLetter(record, codeOf(error, "EVENT_ID_MISSING"), recordErrorMessage(error));
         continue;
       }
       const digest = valueDigest(record);
@@ -173,7 +173,7 @@ async function inTransaction<T>(input: ApplyBatchInput<T>, last: KafkaRecord): P
     try {
       decoded.push({ record, value: projection.decode(record), eventId: eventIds.get(record) });
     } catch (error) {
-      await deadLetter(record, codeOf(error, "DECODE_FAILED"), errorMessage(error));
+      await deadLetter(record, codeOf(error, "DECODE_FAILED"), recordErrorMessage(error));
     }
   }
   const ctx: ApplyContext = { client, db: drizzleOf(client), log };
@@ -226,7 +226,7 @@ async function applyDecoded<T>(
       if (!isPermanent(error)) throw error;
       await client.query("ROLLBACK TO SAVEPOINT replayable_record");
       await client.query("RELEASE SAVEPOINT replayable_record");
-      await deadLetter(item.record, codeOf(error, "APPLY_REJECTED"), errorMessage(error));
+      await deadLetter(item.record, codeOf(error, "APPLY_REJECTED"), recordErrorMessage(error));
     }
   }
   return applied;

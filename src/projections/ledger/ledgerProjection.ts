@@ -6,6 +6,7 @@
  */
 import { and, eq, sql } from "drizzle-orm";
 import type { ApplyContext, DecodedRecord, Projection } from "../../projection.js";
+import { applyLedgerBatch } from "./applyLedgerBatch.js";
 import { decodeLedgerEvent, type LedgerEvent } from "./events.js";
 import { ledgerAccounts, ledgerOrders } from "./schema.js";
 
@@ -71,4 +72,11 @@ export const ledgerProjection: Projection<LedgerEvent> = {
   tables: ["ledger.ledger_accounts", "ledger.ledger_orders"],
   decode: decodeLedgerEvent,
   apply: applyLedgerEvent,
+  applyBatch: (ctx, records) => applyLedgerBatch(ctx, records, applyLedgerEvent),
+};
+
+/** The ledger without its batch apply: every record in its own savepoint (for comparisons and benchmarks). */
+export const ledgerPerRecordProjection: Projection<LedgerEvent> = {
+  ...ledgerProjection,
+  applyBatch: undefined,
 };

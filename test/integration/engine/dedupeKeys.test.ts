@@ -5,24 +5,18 @@
  * derived tables identical and counts every re-read record as a duplicate.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFinished } from "vitest";
-import { loadConfig } from "../../../src/config.js";
-import { ConsumerService } from "../../../src/engine/consumerService.js";
 import type { KafkaAdmin } from "../../../src/kafka/admin.js";
 import { produceRecords } from "../../../src/kafka/producer.js";
-import { createLogger } from "../../../src/logger.js";
-import type { Metrics } from "../../../src/metrics/metrics.js";
 import type { Projection } from "../../../src/projection.js";
 import { ledgerProjection } from "../../../src/projections/ledger/ledgerProjection.js";
 import { tableChecksums } from "../../../src/sql/tableChecksums.js";
 import { eventIdCount, ledgerChecksumOf, produceLedger } from "../../helpers/ledger.js";
-import { sumMetric } from "../../helpers/process.js";
+import { metricOf as metric, runUntilCaughtUp as runWith } from "../../helpers/inProcess.js";
 import {
-  BROKERS,
   createTestDatabase,
   testAdmin,
   testKafka,
   uniqueName,
-  waitForCaughtUp,
   type TestDatabase,
 } from "../../helpers/stack.js";
 
@@ -41,31 +35,8 @@ beforeEach(async () => {
   onTestFinished(() => current.drop());
 });
 
-/** Runs one in-process member until the group has committed the high watermark, then stops it. */
-async function runUntilCaughtUp(
-  projection: Projection<unknown>,
-  topic: string,
-  group: string,
-): Promise<Metrics> {
-  const config = loadConfig({
-    KAFKA_BROKERS: BROKERS.join(","),
-    DATABASE_URL: db.url,
-    REPLAYABLE_TOPICS: topic,
-    REPLAYABLE_GROUP_ID: group,
-  });
-  const service = new ConsumerService({ config, projection, log: createLogger("warn"), http: false });
-  await service.start();
-  try {
-    await waitForCaughtUp(admin, group, topic);
-  } finally {
-    await service.stop();
-  }
-  expect(await service.done).toEqual({ kind: "stopped" });
-  return service.metrics;
-}
-
-async function metric(metrics: Metrics, name: string, labels: Record<string, string> = {}): Promise<number> {
-  return sumMetric(await metrics.registry.metrics(), name, labels);
+function runUntilCaughtUp(projection: Projection<unknown>, topic: string, group: string) {
+  return runWith(admin, { projection, databaseUrl: db.url, topic, group });
 }
 
 const credit = (id: string, amount: number) => ({
