@@ -87,7 +87,7 @@ export function recordErrorMessage(error: unknown): string {
     withState === undefined
       ? errorMessage(error)
       : `${errorMessage(withState)} (SQLSTATE ${sqlState(withState)})`;
-  return message.replace(/\u0000/g, "\\0");
+  return message.replaceAll("\u0000", "\\0");
 }
 
 /** How a PostgreSQL failure is handled: retry the whole transaction, or dead-letter the record. */

@@ -28,7 +28,7 @@ export async function insertDeadLetter(
       record.value,
       JSON.stringify(headers),
       errorCode,
-      errorMessage.replace(/\u0000/g, "\\0"),
+      errorMessage.replaceAll("\u0000", "\\0"),
     ],
   );
 }

@@ -5,7 +5,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { KafkaAdmin } from "../../../src/kafka/admin.js";
 import { produceRecords, type ProducerRecord } from "../../../src/kafka/producer.js";
-import type { Projection } from "../../../src/projection.js";
 import { generateLedgerStream } from "../../../src/projections/ledger/generate.js";
 import {
   ledgerPerRecordProjection,
