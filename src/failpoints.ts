@@ -9,7 +9,13 @@
 import { setTimeout as delay } from "node:timers/promises";
 
 /** The places the engine marks. */
-export type FailpointName = "before-db-commit" | "after-db-commit" | "after-offset-commit" | "in-apply";
+export type FailpointName =
+  | "before-db-commit"
+  | "after-db-commit"
+  | "after-offset-commit"
+  | "in-apply"
+  /** `rebuild --execute` holds the projection's exclusive advisory lock and has changed nothing yet. */
+  | "rebuild-locked";
 
 interface Failpoint {
   action: "kill" | "throw" | { sleepMs: number };

@@ -3,6 +3,9 @@ import { Command } from "commander";
 import { checksumCommand } from "./commands/checksum.js";
 import { migrateCommand } from "./commands/migrate.js";
 import { produceCommand } from "./commands/produce.js";
+import { pruneCommand } from "./commands/prune.js";
+import { rebuildCommand } from "./commands/rebuild.js";
+import { replayCommand } from "./commands/replay.js";
 import { runCommand } from "./commands/run.js";
 import { statusCommand } from "./commands/status.js";
 
@@ -14,6 +17,9 @@ const program = new Command("replayable")
   .addCommand(runCommand())
   .addCommand(produceCommand())
   .addCommand(statusCommand())
-  .addCommand(checksumCommand());
+  .addCommand(checksumCommand())
+  .addCommand(replayCommand())
+  .addCommand(rebuildCommand())
+  .addCommand(pruneCommand());
 
 await program.parseAsync(process.argv);

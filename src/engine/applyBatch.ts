@@ -22,6 +22,7 @@ import { advanceCheckpoint } from "../sql/advanceCheckpoint.js";
 import { insertDeadLetter } from "../sql/insertDeadLetter.js";
 import { insertEventIds, type EventIdRow } from "../sql/insertEventIds.js";
 import { lockCheckpoint } from "../sql/lockCheckpoint.js";
+import { checkpointAheadOfLog } from "./checkpointAheadOfLog.js";
 import { extractEventId, valueDigest } from "./dedupeKeys.js";
 
 /** A record that went to dead letters in this transaction. */
@@ -86,13 +87,11 @@ async function inTransaction<T>(input: ApplyBatchInput<T>, last: KafkaRecord): P
   const { client, projection, topic, partition, records, log } = input;
   // Step 2: the checkpoint row lock is the fence between two members holding the partition.
   const checkpoint = await lockCheckpoint(client, projection.name, topic, partition);
-  if (input.highWatermark !== undefined && compareOffsets(input.highWatermark, checkpoint) < 0) {
-    throw new ReplayableError(
-      "CHECKPOINT_AHEAD_OF_LOG",
-      `${topic}/${partition}: the high watermark ${input.highWatermark} is below projection ${projection.name}'s checkpoint ${checkpoint}: the topic was deleted and recreated, or truncated. Records would be skipped as duplicates, so the consumer stops. If the topic was recreated on purpose, run \`replayable rebuild --projection ${projection.name}\`.`,
-      { context: { topic, partition, checkpoint, highWatermark: input.highWatermark } },
-    );
-  }
+  const ahead =
+    input.highWatermark === undefined
+      ? undefined
+      : checkpointAheadOfLog(projection.name, topic, partition, checkpoint, input.highWatermark);
+  if (ahead !== undefined) throw ahead;
   const duplicates: Record<DuplicateKeyKind, number> = { offset: 0, event_id: 0 };
   const deadLettered: DeadLettered[] = [];
   const deadLetter = async (record: KafkaRecord, code: ErrorCode, message: string) => {

@@ -10,6 +10,7 @@ import type { Config } from "../config.js";
 import { createPool } from "../db/pool.js";
 import { classifyPgError, ReplayableError, errorMessage } from "../errors.js";
 import { failpoint } from "../failpoints.js";
+import { KafkaAdmin } from "../kafka/admin.js";
 import { createKafka } from "../kafka/client.js";
 import { GroupConsumer, type BatchControl, type PartitionBatch } from "../kafka/groupConsumer.js";
 import { createMetrics, type Metrics } from "../metrics/metrics.js";
@@ -17,8 +18,10 @@ import { startHttpServer, type HttpServer, type Readiness } from "../metrics/ser
 import { offsetDistance } from "../offsets.js";
 import type { Projection } from "../projection.js";
 import { projectionLock, tryAdvisoryLock } from "../sql/advisoryLocks.js";
+import { readCheckpoints } from "../sql/readCheckpoints.js";
 import { applyBatch, type BatchResult } from "./applyBatch.js";
 import { backoffDelayMs } from "./backoff.js";
+import { checkpointAheadOfLog } from "./checkpointAheadOfLog.js";
 import { chunkRecords } from "./chunk.js";
 
 /** Options for {@link ConsumerService}. */
@@ -51,6 +54,8 @@ export class ConsumerService {
   private resolveDone!: (outcome: ServiceOutcome) => void;
   private readonly pool: pg.Pool;
   private readonly consumer: GroupConsumer;
+  private readonly kafka: ReturnType<typeof createKafka>;
+  private admin: Promise<KafkaAdmin> | undefined;
   private readonly abort = new AbortController();
   private readonly topics: readonly string[];
   private lockClient: pg.PoolClient | undefined;
@@ -73,8 +78,9 @@ export class ConsumerService {
       },
       (error) => log.warn({ err: error }, "idle PostgreSQL connection failed; the pool replaces it"),
     );
+    this.kafka = createKafka({ brokers: config.kafka.brokers, clientId: config.kafka.clientId, log });
     this.consumer = new GroupConsumer({
-      kafka: createKafka({ brokers: config.kafka.brokers, clientId: config.kafka.clientId, log }),
+      kafka: this.kafka,
       groupId: config.groupId,
       topics: this.topics,
       sessionTimeoutMs: config.sessionTimeoutMs,
@@ -86,6 +92,7 @@ export class ConsumerService {
       onAssignment: (assignment) => {
         this.metrics.rebalances.inc();
         this.metrics.assignedPartitions.set(Object.values(assignment).reduce((n, ps) => n + ps.length, 0));
+        void this.checkAssignment(assignment);
       },
       onCrash: (error) => this.fail(error),
     });
@@ -139,6 +146,9 @@ export class ConsumerService {
       const { log } = this.options;
       await this.consumer.stop().catch((error: unknown) => log.warn({ err: error }, "consumer stop failed"));
       await this.http?.close();
+      await this.admin
+        ?.then((admin) => admin.close())
+        .catch((error: unknown) => log.warn({ err: error }, "admin client close failed"));
       this.lockClient?.release();
       this.lockClient = undefined;
       await this.pool.end().catch((error: unknown) => log.warn({ err: error }, "pool end failed"));
@@ -165,6 +175,43 @@ export class ConsumerService {
       return { ready: false, reason: `PostgreSQL unreachable: ${errorMessage(error)}` };
     }
     return this.dbReachable ? { ready: true } : { ready: false, reason: "PostgreSQL unreachable" };
+  }
+
+  /**
+   * On every join: each assigned partition's high watermark must be at or above the projection's
+   * checkpoint, else the topic was recreated or truncated and the member stops (DESIGN.md). The
+   * per-batch check in applyBatch covers partitions that get records; this one also catches a
+   * recreated topic that is still empty. A failed check is logged, not fatal: the batch check stays.
+   */
+  private async checkAssignment(assignment: Readonly<Record<string, readonly number[]>>): Promise<void> {
+    const { projection, log } = this.options;
+    try {
+      if (this.stopping) return;
+      this.admin ??= KafkaAdmin.connect(this.kafka);
+      const admin = await this.admin;
+      for (const [topic, partitions] of Object.entries(assignment)) {
+        if (partitions.length === 0) continue;
+        const checkpoints = await readCheckpoints(this.pool, projection.name, topic);
+        if (checkpoints.length === 0) continue;
+        const offsets = await admin.topicOffsets(topic);
+        for (const partition of partitions) {
+          const checkpoint = checkpoints.find((c) => c.partition === partition)?.nextOffset;
+          const highWatermark = offsets.find((o) => o.partition === partition)?.highWatermark;
+          if (checkpoint === undefined || highWatermark === undefined) continue;
+          const error = checkpointAheadOfLog(projection.name, topic, partition, checkpoint, highWatermark);
+          if (error !== undefined) {
+            this.fail(error);
+            return;
+          }
+        }
+      }
+    } catch (error) {
+      if (this.stopping) return;
+      log.warn(
+        { err: error },
+        "could not compare the assigned partitions' high watermarks with the checkpoints",
+      );
+    }
   }
 
   private async onBatch(batch: PartitionBatch, control: BatchControl): Promise<void> {

@@ -85,6 +85,24 @@ export class KafkaAdmin {
     );
   }
 
+  /**
+   * Every partition the group has a committed offset for (what `--all-topics` of
+   * `kafka-consumer-groups --reset-offsets` resets), by topic then partition.
+   * OffsetFetch with a null topic list (v2+) returns all of them.
+   */
+  async groupCommittedOffsets(groupId: string): Promise<CommittedOffset[]> {
+    const result = await this.admin.fetchOffsets({ groupId });
+    return result
+      .flatMap((t) => t.partitions.map((p) => ({ topic: t.topic, partition: p.partition, offset: p.offset })))
+      .filter((c) => c.offset !== "-1")
+      .sort((a, b) => (a.topic === b.topic ? a.partition - b.partition : a.topic < b.topic ? -1 : 1));
+  }
+
+  /** True when `topic` exists (a metadata request; no retries on an unknown topic). */
+  async topicExists(topic: string): Promise<boolean> {
+    return (await this.admin.listTopics()).includes(topic);
+  }
+
   /** The group's current members (empty when the group is inactive) and its state. */
   async describeGroup(groupId: string): Promise<{ state: string; members: GroupMember[] }> {
     const { groups } = await this.admin.describeGroups([groupId]);
@@ -100,7 +118,11 @@ export class KafkaAdmin {
     };
   }
 
-  /** Sets the group's committed offsets of `topic` (the group must be inactive). */
+  /**
+   * Sets the group's committed offsets of `topic` (the group must be inactive). KafkaJS does it by
+   * joining the group with a short-lived member that seeks and commits, and refuses (throws) unless
+   * the group's state is Empty or Dead, as `kafka-consumer-groups --reset-offsets --execute` does.
+   */
   async setOffsets(
     groupId: string,
     topic: string,

@@ -1,0 +1,130 @@
+/**
+ * `replayable rebuild`: recompute a projection from the log. Kafka first (the group to the log
+ * start offsets), then one transaction empties the derived tables and the dedupe state and writes
+ * an audit row into replayable.rebuilds. A dry run unless --execute.
+ */
+import { Command, Option } from "commander";
+import { createPool } from "../../db/pool.js";
+import { KafkaAdmin } from "../../kafka/admin.js";
+import { getProjection, projectionNames } from "../../projections/registry.js";
+import { rebuild, type RebuildOutcome } from "../../replay/rebuild.js";
+import {
+  action,
+  cliKafka,
+  cliLogger,
+  configFrom,
+  printJson,
+  printTable,
+  withConnectionOptions,
+  type ConnectionFlags,
+} from "../common.js";
+
+interface RebuildFlags extends ConnectionFlags {
+  projection: string;
+  group: string;
+  topic?: string[];
+  execute?: boolean;
+  force?: boolean;
+  output: "table" | "json";
+}
+
+/** Builds the `rebuild` command. */
+export function rebuildCommand(): Command {
+  return withConnectionOptions(new Command("rebuild"))
+    .description(
+      "recompute a projection from the log: reset the group to the log start offsets, then empty the projection's tables and dedupe state in one transaction; a dry run unless --execute",
+    )
+    .addOption(
+      new Option("--projection <name>", "projection to rebuild")
+        .choices(projectionNames())
+        .makeOptionMandatory(),
+    )
+    .requiredOption("--group <id>", "the projection's consumer group (must be inactive)")
+    .option(
+      "--topic <topic...>",
+      "the projection's topics (env REPLAYABLE_TOPICS; default: its default topics); topics it has checkpoints for are always included",
+    )
+    .option("--execute", "do it (refused while the group has members or a run holds the projection)")
+    .option("--force", "rebuild even though records were deleted (a log start offset above 0)")
+    .addOption(new Option("--output <format>", "table or json").choices(["table", "json"]).default("table"))
+    .action(
+      action(async (flags: RebuildFlags) => {
+        const config = configFrom(flags, {
+          REPLAYABLE_PROJECTION: flags.projection,
+          REPLAYABLE_GROUP_ID: flags.group,
+          REPLAYABLE_TOPICS: flags.topic?.join(","),
+        });
+        const projection = getProjection(config.projection);
+        const log = cliLogger(config);
+        const admin = await KafkaAdmin.connect(cliKafka(config, log));
+        const pool = createPool({ connectionString: config.databaseUrl, max: 2 });
+        try {
+          const outcome = await rebuild({
+            admin,
+            pool,
+            projection,
+            groupId: config.groupId,
+            topics: config.topics,
+            execute: flags.execute === true,
+            force: flags.force === true,
+            log,
+          });
+          report(outcome, flags.output);
+        } finally {
+          await admin.close();
+          await pool.end();
+        }
+      }),
+    );
+}
+
+function report(outcome: RebuildOutcome, output: "table" | "json"): void {
+  if (outcome.kind === "refused") {
+    if (output === "json")
+      printJson({ outcome: "refused", reason: outcome.reason, message: outcome.message });
+    process.stderr.write(`replayable: rebuild refused, nothing changed: ${outcome.message}\n`);
+    process.exitCode = 1;
+    return;
+  }
+  const { plan } = outcome;
+  if (output === "json") {
+    printJson(
+      outcome.kind === "executed"
+        ? { outcome: "executed", rebuildId: outcome.rebuildId, emptied: outcome.emptied, ...plan }
+        : { outcome: "dry-run", ...plan },
+    );
+    return;
+  }
+  const out = (line: string) => process.stdout.write(`${line}\n`);
+  out(
+    outcome.kind === "dry-run"
+      ? `Dry run (nothing changed): rebuild of projection ${plan.projection} with group ${plan.groupId} (${plan.groupState})`
+      : `Rebuilt projection ${plan.projection} (audit row ${outcome.rebuildId} in replayable.rebuilds): group ${plan.groupId} reset to the log start offsets`,
+  );
+  printTable(
+    plan.partitions.map((p) => ({
+      topic: p.topic,
+      partition: p.partition,
+      logStartOffset: p.logStartOffset,
+      highWatermark: p.highWatermark,
+      committedOffset: p.committedOffset ?? "-",
+      checkpoint: p.checkpoint ?? "-",
+      newOffset: p.newOffset,
+      records: p.records,
+    })),
+  );
+  const tables = plan.tables.map((t) => `${t.table} (${t.rows} rows)`).join(", ");
+  if (outcome.kind === "dry-run") {
+    out(
+      `--execute would empty ${tables} and the dedupe state (${plan.checkpoints} checkpoints, ${plan.eventIds} event ids), after resetting the group.`,
+    );
+    if (plan.refusal !== undefined)
+      out(`--execute would be refused now (${plan.refusal.reason}):\n${plan.refusal.message}`);
+  } else {
+    out(
+      `Emptied ${tables} and the dedupe state (${outcome.emptied.checkpoints} checkpoints, ${outcome.emptied.eventIds} event ids). Start \`replayable run\` to apply the log again.`,
+    );
+  }
+  if (plan.missingTopics.length > 0)
+    out(`Topics with checkpoints that no longer exist: ${plan.missingTopics.join(", ")}`);
+}

@@ -1,0 +1,187 @@
+/**
+ * `replayable replay`: reset a consumer group's committed offsets, with the options of
+ * `kafka-consumer-groups --reset-offsets` (KIP-122), and show from the projection's checkpoints
+ * what the next `run` re-reads as duplicates, applies for the first time, or skips for good.
+ */
+import { Command, Option } from "commander";
+import { createPool } from "../../db/pool.js";
+import { ReplayableError } from "../../errors.js";
+import { KafkaAdmin } from "../../kafka/admin.js";
+import { projectionNames } from "../../projections/registry.js";
+import type { PartitionPlan } from "../../replay/planReset.js";
+import { replay, type ReplayOutcome, type ReplayPlan } from "../../replay/replay.js";
+import { parseResetSpec, type ResetFlags } from "../../replay/resetSpec.js";
+import { parseTopicArgs } from "../../replay/topicPartitions.js";
+import {
+  action,
+  cliKafka,
+  cliLogger,
+  configFrom,
+  printJson,
+  printTable,
+  withConnectionOptions,
+  type ConnectionFlags,
+} from "../common.js";
+
+interface ReplayFlags extends ConnectionFlags, ResetFlags {
+  group: string;
+  topic?: string[];
+  allTopics?: boolean;
+  execute?: boolean;
+  dryRun?: boolean;
+  output: "table" | "json";
+  projection?: string;
+}
+
+/** Builds the `replay` command. */
+export function replayCommand(): Command {
+  return withConnectionOptions(new Command("replay"))
+    .description(
+      "reset a consumer group's committed offsets as `kafka-consumer-groups --reset-offsets` does, and show what the next run re-reads as duplicates, applies, or skips; a dry run unless --execute",
+    )
+    .requiredOption("--group <id>", "consumer group whose committed offsets to reset")
+    .option("--topic <topic...>", "topics to reset: T (all partitions) or T:p,q (some); repeatable")
+    .option("--all-topics", "every topic the group has committed offsets for")
+    .option("--to-earliest", "reset to the log start offset")
+    .option("--to-latest", "reset to the high watermark (skips everything not yet applied)")
+    .option("--to-current", "reset to the committed offset (the high watermark where none)")
+    .option("--to-offset <n>", "reset to offset n, clamped to [log start offset, high watermark]")
+    .option("--shift-by <n>", "move the committed offset by n (negative: back), clamped likewise")
+    .option(
+      "--to-datetime <t>",
+      "reset to the first record at or after YYYY-MM-DDTHH:mm:SS[.sss][Z|±hh:mm] (no zone: UTC)",
+    )
+    .option("--by-duration <d>", "reset to the first record at or after now minus PnDTnHnMnS, e.g. PT30M")
+    .option("--execute", "commit the new offsets (refused while the group has members)")
+    .option("--dry-run", "only show the plan (the default)")
+    .addOption(new Option("--output <format>", "table or json").choices(["table", "json"]).default("table"))
+    .option(
+      "--projection <name>",
+      "projection whose checkpoints the counts use (env REPLAYABLE_PROJECTION; default: the group id when it names a projection)",
+    )
+    .action(
+      action(async (flags: ReplayFlags) => {
+        if (flags.execute && flags.dryRun)
+          throw new ReplayableError("CONFIG_INVALID", "--execute and --dry-run exclude each other; give one");
+        if ((flags.topic === undefined) === !flags.allTopics)
+          throw new ReplayableError(
+            "CONFIG_INVALID",
+            "give either --topic T[:p,q] (repeatable) or --all-topics (every topic the group has committed offsets for)",
+          );
+        const spec = parseResetSpec(flags);
+        const scope = flags.allTopics
+          ? { allTopics: true as const }
+          : { topics: parseTopicArgs(flags.topic!) };
+        const projection = flags.projection ?? projectionFor(flags.group);
+        const config = configFrom(flags, {
+          REPLAYABLE_PROJECTION: projection,
+          REPLAYABLE_GROUP_ID: flags.group,
+        });
+        const log = cliLogger(config);
+        const admin = await KafkaAdmin.connect(cliKafka(config, log));
+        const pool = createPool({ connectionString: config.databaseUrl, max: 2 });
+        try {
+          const outcome = await replay({
+            admin,
+            pool,
+            groupId: flags.group,
+            projection: config.projection,
+            scope,
+            spec,
+            execute: flags.execute === true,
+            log,
+          });
+          report(outcome, flags.output);
+        } finally {
+          await admin.close();
+          await pool.end();
+        }
+      }),
+    );
+}
+
+/** REPLAYABLE_PROJECTION, else the group id when it names a shipped projection. */
+function projectionFor(groupId: string): string {
+  const fromEnv = process.env.REPLAYABLE_PROJECTION;
+  if (fromEnv !== undefined && fromEnv !== "") return fromEnv;
+  if (projectionNames().includes(groupId)) return groupId;
+  throw new ReplayableError(
+    "CONFIG_INVALID",
+    `--projection: group ${groupId} is not the name of a projection (${projectionNames().join(", ")}); say whose checkpoints to compare with --projection or REPLAYABLE_PROJECTION`,
+  );
+}
+
+function report(outcome: ReplayOutcome, output: "table" | "json"): void {
+  if (outcome.kind === "refused") {
+    if (output === "json")
+      printJson({
+        outcome: "refused",
+        reason: outcome.reason,
+        message: outcome.message,
+        members: outcome.members,
+      });
+    process.stderr.write(`replayable: replay refused, nothing changed: ${outcome.message}\n`);
+    process.exitCode = 1;
+    return;
+  }
+  const { plan } = outcome;
+  if (output === "json") {
+    printJson({ outcome: outcome.kind, ...plan });
+    return;
+  }
+  const out = (line: string) => process.stdout.write(`${line}\n`);
+  out(
+    outcome.kind === "dry-run"
+      ? `Dry run (nothing changed): ${plan.reset} for group ${plan.groupId} (${plan.groupState}), checkpoints of projection ${plan.projection}`
+      : `Reset the committed offsets of group ${plan.groupId}: ${plan.reset}, checkpoints of projection ${plan.projection}`,
+  );
+  if (plan.timestamp !== undefined) out(`Timestamp: ${plan.timestamp}`);
+  printTable(plan.partitions.map(row));
+  for (const line of notes(plan)) out(line);
+  const t = plan.totals;
+  out(
+    `${outcome.kind === "dry-run" ? "After --execute, the next" : "The next"} \`replayable run\` re-reads ${t.duplicates} records as duplicates (effects skipped), applies ${t.firstApplies} for the first time, and skips ${t.skipped} for good. Counts are offset distances: upper bounds when offsets have gaps.`,
+  );
+  if (outcome.kind === "dry-run") {
+    out(
+      plan.members.length > 0
+        ? `The group has ${plan.members.length} active member(s): --execute is refused until they stop.`
+        : "Add --execute to commit the new offsets.",
+    );
+  }
+}
+
+function row(p: PartitionPlan): Record<string, string | number> {
+  return {
+    topic: p.topic,
+    partition: p.partition,
+    logStartOffset: p.logStartOffset,
+    highWatermark: p.highWatermark,
+    committedOffset: p.committedOffset ?? "-",
+    checkpoint: p.checkpoint ?? "-",
+    newOffset: p.newOffset,
+    duplicates: p.duplicates,
+    firstApplies: p.firstApplies,
+    skipped: p.skipped,
+  };
+}
+
+function notes(plan: ReplayPlan): string[] {
+  const lines: string[] = [];
+  for (const p of plan.partitions) {
+    const where = `${p.topic}:${p.partition}`;
+    if (p.requestedOffset !== undefined)
+      lines.push(
+        `note: ${where}: offset ${p.requestedOffset} is outside [${p.logStartOffset}, ${p.highWatermark}] (log start offset, high watermark); using ${p.newOffset}, as Kafka does`,
+      );
+    if (p.skipped !== "0")
+      lines.push(
+        `WARNING: ${where}: the new offset ${p.newOffset} is past the checkpoint ${p.checkpoint ?? "0"}: up to ${p.skipped} records before it will never be applied`,
+      );
+    if (p.checkpointAheadOfLog)
+      lines.push(
+        `WARNING: ${where}: the checkpoint ${p.checkpoint} is above the high watermark ${p.highWatermark}: the topic was recreated or truncated, and \`run\` will refuse it; see \`replayable rebuild\``,
+      );
+  }
+  return lines;
+}

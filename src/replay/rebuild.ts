@@ -1,0 +1,252 @@
+/**
+ * `rebuild`: recompute a projection from the log (DESIGN.md "Replay and rebuild"). With the group
+ * inactive and the projection's exclusive advisory lock held: Kafka first (the group's committed
+ * offsets go to the log start offset of every partition of the projection's topics), then one
+ * PostgreSQL transaction empties the derived tables and the dedupe state and writes an audit row.
+ * If the database step fails, the group merely re-reads everything as duplicates. Refused when a
+ * partition's log start offset is above 0 (its history is gone) unless forced.
+ */
+import { hostname, userInfo } from "node:os";
+import type pg from "pg";
+import { ReplayableError, errorMessage } from "../errors.js";
+import { failpoint } from "../failpoints.js";
+import type { GroupMember, KafkaAdmin } from "../kafka/admin.js";
+import type { Logger } from "../logger.js";
+import { offsetDistance, type OffsetString } from "../offsets.js";
+import type { Projection } from "../projection.js";
+import { countDedupeState, countTableRows } from "../sql/countRows.js";
+import { emptyProjection, type EmptiedProjection } from "../sql/emptyProjection.js";
+import { insertRebuild } from "../sql/insertRebuild.js";
+import { readCheckpoints } from "../sql/readCheckpoints.js";
+import { projectionLockedMessage, withExclusiveProjectionLock } from "./exclusiveLock.js";
+import { groupActiveMessage } from "./groupActivity.js";
+import { readPartitionStates } from "./partitionStates.js";
+import type { PartitionState } from "./planReset.js";
+import { commitPlan } from "./replay.js";
+
+/** Inputs of {@link rebuild}. */
+export interface RebuildOptions {
+  readonly admin: KafkaAdmin;
+  readonly pool: pg.Pool;
+  readonly projection: Pick<Projection<unknown>, "name" | "tables" | "defaultTopics">;
+  readonly groupId: string;
+  /** The projection's topics; empty means its default topics. Topics it has checkpoints for are added. */
+  readonly topics: readonly string[];
+  readonly execute: boolean;
+  /** Rebuild even though history is gone (a log start offset above 0, a topic deleted). */
+  readonly force: boolean;
+  readonly log: Logger;
+}
+
+/** One partition of a rebuild: reset from its committed offset to its log start offset. */
+export interface RebuildPartition extends PartitionState {
+  readonly newOffset: OffsetString;
+  /** Records the consumer will apply again: high watermark - log start offset (an upper bound). */
+  readonly records: string;
+}
+
+/** Why a rebuild is (or would be) refused. */
+export type RebuildRefusalReason = "GROUP_ACTIVE" | "PROJECTION_LOCKED" | "HISTORY_DELETED";
+
+/** What a rebuild does, or would do. */
+export interface RebuildPlan {
+  readonly projection: string;
+  readonly groupId: string;
+  readonly topics: readonly string[];
+  readonly partitions: readonly RebuildPartition[];
+  /** Topics the projection has checkpoints for that no longer exist in Kafka. */
+  readonly missingTopics: readonly string[];
+  readonly tables: readonly { table: string; rows: string }[];
+  readonly checkpoints: string;
+  readonly eventIds: string;
+  readonly groupState: string;
+  readonly members: readonly GroupMember[];
+  readonly forced: boolean;
+  /** In a dry run: why `--execute` would be refused now. */
+  readonly refusal?: { readonly reason: RebuildRefusalReason; readonly message: string };
+}
+
+/** How a rebuild ended. A refusal changes nothing. */
+export type RebuildOutcome =
+  | { readonly kind: "dry-run"; readonly plan: RebuildPlan }
+  | {
+      readonly kind: "executed";
+      readonly plan: RebuildPlan;
+      readonly rebuildId: string;
+      readonly emptied: EmptiedProjection;
+    }
+  | { readonly kind: "refused"; readonly reason: RebuildRefusalReason; readonly message: string };
+
+/**
+ * Plans the rebuild and, with `execute`, runs it (Kafka first, then one database transaction).
+ * @throws ReplayableError NOT_FOUND for a named topic that does not exist; KAFKA when resetting the
+ *   group fails (the database is untouched); DATABASE when the transaction fails after the group was
+ *   reset (the dedupe state is intact, so the next run only counts duplicates: run `rebuild` again).
+ */
+export async function rebuild(options: RebuildOptions): Promise<RebuildOutcome> {
+  const { admin, pool, projection, groupId } = options;
+  if (!options.execute) {
+    const plan = await planRebuild(options, pool);
+    const probe = await withExclusiveProjectionLock(pool, projection.name, () => Promise.resolve());
+    const refusal =
+      activeRefusal(plan) ??
+      (probe.locked
+        ? undefined
+        : {
+            reason: "PROJECTION_LOCKED" as const,
+            message: projectionLockedMessage(projection.name, "rebuild"),
+          }) ??
+      historyRefusal(plan, options.force);
+    return { kind: "dry-run", plan: refusal === undefined ? plan : { ...plan, refusal } };
+  }
+
+  const locked = await withExclusiveProjectionLock(
+    pool,
+    projection.name,
+    async (client): Promise<RebuildOutcome> => {
+      await failpoint("rebuild-locked");
+      const plan = await planRebuild(options, client);
+      const refusal = activeRefusal(plan) ?? historyRefusal(plan, options.force);
+      if (refusal !== undefined) return { kind: "refused", ...refusal };
+      // Kafka first: if the database step fails, the group only re-reads duplicates.
+      await commitPlan(admin, groupId, plan.partitions, options.log);
+      options.log.info({ groupId, projection: projection.name }, "group reset to the log start offsets");
+      try {
+        await client.query("BEGIN");
+        const emptied = await emptyProjection(client, projection.name, projection.tables);
+        const rebuildId = await insertRebuild(client, {
+          projection: projection.name,
+          groupId,
+          osUser: osUser(),
+          host: hostname(),
+          forced: options.force,
+          offsets: auditOffsets(plan),
+        });
+        await client.query("COMMIT");
+        return { kind: "executed", plan, rebuildId, emptied };
+      } catch (error) {
+        await client.query("ROLLBACK").catch(() => undefined);
+        throw new ReplayableError(
+          "DATABASE",
+          `rebuild of ${projection.name}: group ${groupId} was reset to the log start offsets, but emptying the projection failed (${errorMessage(error)}); the database is unchanged, so running the consumer now only re-reads records as duplicates. Fix the cause and run \`replayable rebuild --execute\` again.`,
+          { cause: error, context: { projection: projection.name, groupId } },
+        );
+      }
+    },
+  );
+  if (locked.locked) return locked.value;
+  const group = await admin.describeGroup(groupId);
+  const active = groupActiveMessage(groupId, group.state, group.members, `rebuild ${projection.name}`);
+  return active !== undefined
+    ? { kind: "refused", reason: "GROUP_ACTIVE", message: active }
+    : {
+        kind: "refused",
+        reason: "PROJECTION_LOCKED",
+        message: projectionLockedMessage(projection.name, "rebuild"),
+      };
+}
+
+/** Reads what the rebuild would reset and empty; changes nothing. */
+export async function planRebuild(
+  options: Pick<RebuildOptions, "admin" | "projection" | "groupId" | "topics" | "force">,
+  db: pg.Pool | pg.ClientBase,
+): Promise<RebuildPlan> {
+  const { admin, projection, groupId } = options;
+  const named = options.topics.length > 0 ? options.topics : projection.defaultTopics;
+  const checkpointTopics = [...new Set((await readCheckpoints(db, projection.name)).map((c) => c.topic))];
+  const missingTopics: string[] = [];
+  const topics = [...named];
+  for (const topic of checkpointTopics) {
+    if (topics.includes(topic)) continue;
+    if (await admin.topicExists(topic)) topics.push(topic);
+    else missingTopics.push(topic);
+  }
+  const states = await readPartitionStates(admin, db, {
+    groupId,
+    projection: projection.name,
+    scope: { topics: topics.map((topic) => ({ topic })) },
+  });
+  const group = await admin.describeGroup(groupId);
+  const dedupe = await countDedupeState(db, projection.name);
+  return {
+    projection: projection.name,
+    groupId,
+    topics: topics.sort(),
+    partitions: states.map((s) => ({
+      ...s,
+      newOffset: s.logStartOffset,
+      records: offsetDistance(s.highWatermark, s.logStartOffset).toString(),
+    })),
+    missingTopics,
+    tables: await countTableRows(db, projection.tables),
+    checkpoints: dedupe.checkpoints,
+    eventIds: dedupe.eventIds,
+    groupState: group.state,
+    members: group.members,
+    forced: options.force,
+  };
+}
+
+/**
+ * The refusal for lost history: a partition whose log start offset is above 0, or a topic with
+ * checkpoints that no longer exists. A rebuild would silently lose what those records did, so
+ * only `force` allows it. Undefined when nothing is lost or `force` is set.
+ */
+export function historyRefusal(
+  plan: Pick<RebuildPlan, "projection" | "partitions" | "missingTopics">,
+  force: boolean,
+): { reason: "HISTORY_DELETED"; message: string } | undefined {
+  if (force) return undefined;
+  const truncated = plan.partitions.filter((p) => BigInt(p.logStartOffset) > 0n);
+  if (truncated.length === 0 && plan.missingTopics.length === 0) return undefined;
+  const lines = [
+    ...truncated.map(
+      (p) =>
+        `  ${p.topic}:${p.partition} log start offset ${p.logStartOffset}: records 0 to ${BigInt(p.logStartOffset) - 1n} were deleted (retention or deleteRecords)`,
+    ),
+    ...plan.missingTopics.map((t) => `  topic ${t} has checkpoints but no longer exists`),
+  ];
+  return {
+    reason: "HISTORY_DELETED",
+    message: [
+      `cannot rebuild ${plan.projection}: history is gone, and a rebuild would silently lose what those records did:`,
+      ...lines,
+      `Keep the projection as it is, or run again with --force to rebuild from what is left.`,
+    ].join("\n"),
+  };
+}
+
+/** The offsets recorded in the audit row: per partition, from (committed) and to (log start). */
+export function auditOffsets(plan: Pick<RebuildPlan, "partitions" | "missingTopics">): unknown {
+  return {
+    partitions: plan.partitions.map((p) => ({
+      topic: p.topic,
+      partition: p.partition,
+      from: p.committedOffset,
+      to: p.newOffset,
+      checkpoint: p.checkpoint,
+      logStartOffset: p.logStartOffset,
+      highWatermark: p.highWatermark,
+    })),
+    missingTopics: plan.missingTopics,
+  };
+}
+
+function activeRefusal(plan: RebuildPlan): { reason: "GROUP_ACTIVE"; message: string } | undefined {
+  const message = groupActiveMessage(
+    plan.groupId,
+    plan.groupState,
+    plan.members,
+    `rebuild ${plan.projection}`,
+  );
+  return message === undefined ? undefined : { reason: "GROUP_ACTIVE", message };
+}
+
+/** The OS user running the command, for the audit row. */
+function osUser(): string {
+  try {
+    return userInfo().username;
+  } catch {
+    return process.env.USER ?? process.env.LOGNAME ?? "unknown";
+  }
+}
