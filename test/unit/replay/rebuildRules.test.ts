@@ -1,0 +1,87 @@
+import { describe, expect, it } from "vitest";
+import { groupActiveMessage } from "../../../src/replay/groupActivity.js";
+import { auditOffsets, historyRefusal, type RebuildPartition } from "../../../src/replay/rebuild.js";
+
+function partition(over: Partial<RebuildPartition> = {}): RebuildPartition {
+  return {
+    topic: "t",
+    partition: 0,
+    logStartOffset: "0",
+    highWatermark: "40",
+    committedOffset: "40",
+    checkpoint: "40",
+    newOffset: "0",
+    records: "40",
+    ...over,
+  };
+}
+
+describe("historyRefusal", () => {
+  it("allows a rebuild when every log starts at 0", () => {
+    expect(
+      historyRefusal({ projection: "ledger", partitions: [partition()], missingTopics: [] }, false),
+    ).toBeUndefined();
+  });
+
+  it("refuses when a log start offset is above 0, naming the partition, unless forced", () => {
+    const plan = {
+      projection: "ledger",
+      partitions: [partition(), partition({ partition: 1, logStartOffset: "9007199254740993" })],
+      missingTopics: [],
+    };
+    const refusal = historyRefusal(plan, false);
+    expect(refusal?.reason).toBe("HISTORY_DELETED");
+    expect(refusal?.message).toContain(
+      "t:1 log start offset 9007199254740993: records 0 to 9007199254740992 were deleted",
+    );
+    expect(refusal?.message).toContain("--force");
+    expect(historyRefusal(plan, true)).toBeUndefined();
+  });
+
+  it("refuses when a topic with checkpoints is gone", () => {
+    const refusal = historyRefusal({ projection: "ledger", partitions: [], missingTopics: ["old"] }, false);
+    expect(refusal?.message).toContain("topic old has checkpoints but no longer exists");
+  });
+});
+
+describe("auditOffsets", () => {
+  it("records from and to per partition, as strings", () => {
+    expect(auditOffsets({ partitions: [partition({ committedOffset: null })], missingTopics: [] })).toEqual({
+      partitions: [
+        {
+          topic: "t",
+          partition: 0,
+          from: null,
+          to: "0",
+          checkpoint: "40",
+          logStartOffset: "0",
+          highWatermark: "40",
+        },
+      ],
+      missingTopics: [],
+    });
+  });
+});
+
+describe("groupActiveMessage", () => {
+  it("allows an Empty or Dead group", () => {
+    expect(groupActiveMessage("g", "Empty", [], "reset its offsets")).toBeUndefined();
+    expect(groupActiveMessage("g", "Dead", [], "reset its offsets")).toBeUndefined();
+  });
+
+  it("names each member and what to do", () => {
+    const message = groupActiveMessage(
+      "g",
+      "Stable",
+      [{ memberId: "replayable-1-abc", clientId: "replayable", clientHost: "/127.0.0.1" }],
+      "reset its offsets",
+    );
+    expect(message).toContain("consumer group g is Stable with 1 active member; cannot reset its offsets");
+    expect(message).toContain("memberId=replayable-1-abc clientId=replayable host=127.0.0.1");
+    expect(message).toContain("Stop every member first");
+  });
+
+  it("refuses a group that is rebalancing even before its members are listed", () => {
+    expect(groupActiveMessage("g", "PreparingRebalance", [], "rebuild ledger")).toContain("0 active members");
+  });
+});
