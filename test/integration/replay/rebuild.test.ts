@@ -165,6 +165,7 @@ describe("rebuild", () => {
     try {
       await rebuilding.waitForStderr("failpoint rebuild-locked: sleep");
       const run = startCli(runArgs(db.url, topic, group));
+      onTestFinished(() => run.kill());
       const exit = await run.exited;
       expect(exit.code).toBe(1);
       expect(run.stderr()).toContain(
