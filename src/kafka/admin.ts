@@ -145,6 +145,9 @@ export class KafkaAdmin {
     topic: string,
     partitions: readonly { partition: number; offset: string }[],
   ): Promise<void> {
+    // KafkaJS looks the partition leaders up in its metadata cache without loading it first
+    // (KafkaJSTopicMetadataNotLoaded on a fresh client): load it.
+    await this.admin.fetchTopicMetadata({ topics: [topic] });
     await this.admin.deleteTopicRecords({ topic, partitions: partitions.map((p) => ({ ...p })) });
   }
 }
