@@ -6,6 +6,7 @@
  */
 import { z } from "zod";
 import { ReplayableError } from "./errors.js";
+import { registerEnvSecrets, registerUrlSecret } from "./secrets.js";
 
 const HOST_PORT = /^[^\s:,]+:\d{1,5}$/;
 
@@ -77,6 +78,7 @@ const schema = z.object({
   REPLAYABLE_METRICS_HOST: z.string().min(1).default("127.0.0.1"),
   REPLAYABLE_METRICS_PORT: intFrom(0, 65535, "port").default(9464),
   REPLAYABLE_PROGRESS_INTERVAL_MS: intFrom(0, 3_600_000, "ms").default(10_000),
+  REPLAYABLE_LAG_REFRESH_MS: intFrom(100, 3_600_000, "ms").default(5000),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
 });
 
@@ -100,7 +102,10 @@ export interface Config {
   readonly retryMaxMs: number;
   readonly dbPoolSize: number;
   readonly metrics: { readonly host: string; readonly port: number };
+  /** How often `run` logs its rate and remaining lag, ms; 0 turns the progress line off. */
   readonly progressIntervalMs: number;
+  /** How often the lag, checkpoint and commit-gap gauges are refreshed from Kafka and PostgreSQL, ms. */
+  readonly lagRefreshMs: number;
   readonly logLevel: string;
 }
 
@@ -109,6 +114,8 @@ export type ConfigVariable = keyof z.input<typeof schema>;
 
 /**
  * Parses configuration from `env`, with `overrides` (CLI flags, keyed by variable name) taking precedence.
+ * Registers the password of `DATABASE_URL` (and `PGPASSWORD`, `*_PASSWORD`, `*_SECRET` variables)
+ * as secrets, so logs, errors and HTTP answers never show them (see secrets.ts).
  * @throws ReplayableError `CONFIG_INVALID` listing every invalid variable with what is valid.
  * @example loadConfig(process.env, { REPLAYABLE_GROUP_ID: "ledger-1" })
  */
@@ -121,6 +128,8 @@ export function loadConfig(
     const value = overrides[key as ConfigVariable] ?? env[key];
     if (value !== undefined && value !== "") input[key] = value;
   }
+  registerEnvSecrets(env);
+  if (input.DATABASE_URL !== undefined) registerUrlSecret(input.DATABASE_URL);
   const parsed = schema.safeParse(input);
   if (!parsed.success) {
     const problems = parsed.error.issues.map((issue) => {
@@ -157,6 +166,7 @@ export function loadConfig(
     dbPoolSize: c.REPLAYABLE_DB_POOL_SIZE,
     metrics: Object.freeze({ host: c.REPLAYABLE_METRICS_HOST, port: c.REPLAYABLE_METRICS_PORT }),
     progressIntervalMs: c.REPLAYABLE_PROGRESS_INTERVAL_MS,
+    lagRefreshMs: c.REPLAYABLE_LAG_REFRESH_MS,
     logLevel: c.LOG_LEVEL,
   });
 }

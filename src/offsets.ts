@@ -54,3 +54,15 @@ export function maxOffset(a: OffsetString, b: OffsetString): OffsetString {
 export function offsetDistance(a: OffsetString, b: OffsetString): bigint {
   return parseOffset(a) - parseOffset(b);
 }
+
+/**
+ * An offset, or a difference of offsets (lag, a gap), as a Prometheus sample or a log number.
+ * Prometheus samples are float64, so values above 2^53 round to the nearest double: fine for a
+ * gauge or a rate, never for arithmetic. The one place where offsets become `number`.
+ * @param value a bigint (e.g. from {@link offsetDistance}) or an offset string.
+ * @throws RangeError when a string is not a base-10 INT64 (see {@link parseOffset}).
+ * @example offsetGaugeValue(offsetDistance("120", "100")) === 20
+ */
+export function offsetGaugeValue(value: bigint | OffsetString): number {
+  return Number(typeof value === "bigint" ? value : parseOffset(value));
+}

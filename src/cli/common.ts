@@ -4,6 +4,7 @@ import { loadConfig, type Config, type ConfigVariable } from "../config.js";
 import { ReplayableError, errorMessage } from "../errors.js";
 import { createKafka } from "../kafka/client.js";
 import { createLogger, type Logger } from "../logger.js";
+import { scrubSecrets } from "../secrets.js";
 
 /** Flags every command that talks to Kafka or PostgreSQL takes (each overrides its variable). */
 export interface ConnectionFlags {
@@ -70,9 +71,14 @@ export function printJson(value: unknown): void {
   );
 }
 
+/** Prints `replayable: <message>` on stderr, secrets scrubbed (see secrets.ts). */
+export function printError(message: string): void {
+  process.stderr.write(`replayable: ${scrubSecrets(message)}\n`);
+}
+
 /**
- * Wraps a command action: a thrown error prints `replayable: <message>` on stderr and exits
- * 2 for a configuration error, 1 otherwise.
+ * Wraps a command action: a thrown error prints `replayable: <message>` on stderr (secrets
+ * scrubbed) and exits 2 for a configuration error, 1 otherwise.
  */
 export function action<A extends unknown[]>(
   fn: (...args: A) => Promise<void>,
@@ -81,7 +87,7 @@ export function action<A extends unknown[]>(
     try {
       await fn(...args);
     } catch (error) {
-      process.stderr.write(`replayable: ${errorMessage(error)}\n`);
+      printError(errorMessage(error));
       process.exitCode = error instanceof ReplayableError && error.code === "CONFIG_INVALID" ? 2 : 1;
     }
   };

@@ -41,6 +41,8 @@ export interface BatchResult {
   readonly applied: number;
   readonly duplicates: Readonly<Record<DuplicateKeyKind, number>>;
   readonly deadLettered: readonly DeadLettered[];
+  /** Rows this transaction added to `replayable.processed_events` (0 with the offset key). */
+  readonly eventIdsRecorded: number;
 }
 
 /** Inputs of {@link applyBatch}. */
@@ -115,6 +117,7 @@ async function inTransaction<T>(input: ApplyBatchInput<T>, last: KafkaRecord): P
 
   // Step 4: event ids, one INSERT … ON CONFLICT DO NOTHING RETURNING for the batch.
   const eventIds = new Map<KafkaRecord, string>();
+  let eventIdsRecorded = 0;
   if (projection.dedupe.kind === "event-id" && candidates.length > 0) {
     const firstById = new Map<string, { row: EventIdRow; record: KafkaRecord }>();
     const repeats: { record: KafkaRecord; id: string; digest: Buffer | null }[] = [];
@@ -137,6 +140,7 @@ async function inTransaction<T>(input: ApplyBatchInput<T>, last: KafkaRecord): P
       partition,
       [...firstById.values()].map((v) => v.row),
     );
+    eventIdsRecorded = inserted.size;
     const fresh = new Set<KafkaRecord>();
     for (const [id, { row, record }] of firstById) {
       if (inserted.has(id)) {
@@ -188,6 +192,7 @@ async function inTransaction<T>(input: ApplyBatchInput<T>, last: KafkaRecord): P
     applied,
     duplicates,
     deadLettered,
+    eventIdsRecorded,
   };
 }
 

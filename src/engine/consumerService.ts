@@ -13,9 +13,8 @@ import { failpoint } from "../failpoints.js";
 import { KafkaAdmin } from "../kafka/admin.js";
 import { createKafka } from "../kafka/client.js";
 import { GroupConsumer, type BatchControl, type PartitionBatch } from "../kafka/groupConsumer.js";
-import { createMetrics, type Metrics } from "../metrics/metrics.js";
+import { createMetrics, initialiseMetrics, type Metrics } from "../metrics/metrics.js";
 import { startHttpServer, type HttpServer, type Readiness } from "../metrics/server.js";
-import { offsetDistance } from "../offsets.js";
 import type { Projection } from "../projection.js";
 import { projectionLock, tryAdvisoryLock } from "../sql/advisoryLocks.js";
 import { readCheckpoints } from "../sql/readCheckpoints.js";
@@ -23,6 +22,9 @@ import { applyBatch, type BatchResult } from "./applyBatch.js";
 import { backoffDelayMs } from "./backoff.js";
 import { checkpointAheadOfLog } from "./checkpointAheadOfLog.js";
 import { chunkRecords } from "./chunk.js";
+import { EventIdGauge } from "./eventIdGauge.js";
+import { LagMonitor } from "./lagMonitor.js";
+import { ProgressReporter } from "./progressReporter.js";
 
 /** Options for {@link ConsumerService}. */
 export interface ConsumerServiceOptions {
@@ -53,9 +55,15 @@ export class ConsumerService {
   readonly done: Promise<ServiceOutcome>;
   private resolveDone!: (outcome: ServiceOutcome) => void;
   private readonly pool: pg.Pool;
+  /** A one-connection pool for /readyz, so a busy main pool does not make the probe wait. */
+  private readonly probePool: pg.Pool;
   private readonly consumer: GroupConsumer;
   private readonly kafka: ReturnType<typeof createKafka>;
   private admin: Promise<KafkaAdmin> | undefined;
+  private readonly lagMonitor: LagMonitor;
+  private readonly eventIdGauge: EventIdGauge;
+  private readonly progress: ProgressReporter;
+  private readonly totals = { applied: 0, duplicates: 0, deadLettered: 0 };
   private readonly abort = new AbortController();
   private readonly topics: readonly string[];
   private lockClient: pg.PoolClient | undefined;
@@ -63,22 +71,55 @@ export class ConsumerService {
   private started: Promise<void> | undefined;
   private stopping: Promise<void> | undefined;
   private fatal: Error | undefined;
-  private dbReachable = true;
 
   constructor(private readonly options: ConsumerServiceOptions) {
     const { config, projection, log } = options;
     this.metrics = options.metrics ?? createMetrics();
     this.done = new Promise((resolve) => (this.resolveDone = resolve));
     this.topics = config.topics.length > 0 ? config.topics : projection.defaultTopics;
+    initialiseMetrics(this.metrics, this.topics);
+    const onIdleError = (error: Error) =>
+      log.warn({ err: error }, "idle PostgreSQL connection failed; the pool replaces it");
     this.pool = createPool(
       {
         connectionString: config.databaseUrl,
         max: config.dbPoolSize,
         applicationName: `replayable:${projection.name}`,
       },
-      (error) => log.warn({ err: error }, "idle PostgreSQL connection failed; the pool replaces it"),
+      onIdleError,
+    );
+    this.probePool = createPool(
+      {
+        connectionString: config.databaseUrl,
+        max: 1,
+        connectionTimeoutMs: READINESS_TIMEOUT_MS,
+        applicationName: `replayable:${projection.name}:readyz`,
+      },
+      () => undefined,
     );
     this.kafka = createKafka({ brokers: config.kafka.brokers, clientId: config.kafka.clientId, log });
+    this.lagMonitor = new LagMonitor({
+      metrics: this.metrics,
+      groupId: config.groupId,
+      projection: projection.name,
+      topics: this.topics,
+      admin: () => this.adminClient(),
+      pool: this.pool,
+      intervalMs: config.lagRefreshMs,
+      log,
+    });
+    this.eventIdGauge = new EventIdGauge({
+      metrics: this.metrics,
+      pool: this.pool,
+      projection: projection.name,
+      log,
+    });
+    this.progress = new ProgressReporter({
+      intervalMs: config.progressIntervalMs,
+      log,
+      totals: () => ({ ...this.totals }),
+      remainingLag: () => this.lagMonitor.remainingLag(),
+    });
     this.consumer = new GroupConsumer({
       kafka: this.kafka,
       groupId: config.groupId,
@@ -91,9 +132,10 @@ export class ConsumerService {
       onBatch: (batch, control) => this.onBatch(batch, control),
       onAssignment: (assignment) => {
         this.metrics.rebalances.inc();
-        this.metrics.assignedPartitions.set(Object.values(assignment).reduce((n, ps) => n + ps.length, 0));
+        this.lagMonitor.assign(assignment);
         void this.checkAssignment(assignment);
       },
+      onUnassigned: () => this.lagMonitor.unassignAll(),
       onCrash: (error) => this.fail(error),
     });
   }
@@ -128,6 +170,9 @@ export class ConsumerService {
         log.info({ host: config.metrics.host, port: this.http.port }, "serving /metrics, /healthz, /readyz");
       }
       await this.consumer.start();
+      this.lagMonitor.start();
+      this.eventIdGauge.start();
+      this.progress.start();
       log.info(
         { groupId: config.groupId, topics: this.topics, projection: projection.name },
         "consumer started",
@@ -138,24 +183,45 @@ export class ConsumerService {
 
   /**
    * Stops gracefully: no new fetches, the in-flight transaction finishes and its offset is
-   * committed, the member leaves the group, then the HTTP server and the pool close.
+   * committed, the member leaves the group, then the gauges' refreshers, the HTTP server and
+   * the pools close (reverse order of start). Logs a last progress line.
    */
   stop(): Promise<void> {
     this.stopping ??= (async () => {
       this.abort.abort();
       const { log } = this.options;
+      this.progress.stop();
       await this.consumer.stop().catch((error: unknown) => log.warn({ err: error }, "consumer stop failed"));
+      if (this.started !== undefined && this.options.config.progressIntervalMs > 0) this.progress.report();
+      await this.eventIdGauge.stop();
+      await this.lagMonitor.stop();
       await this.http?.close();
       await this.admin
         ?.then((admin) => admin.close())
         .catch((error: unknown) => log.warn({ err: error }, "admin client close failed"));
       this.lockClient?.release();
       this.lockClient = undefined;
+      await this.probePool.end().catch(() => undefined);
       await this.pool.end().catch((error: unknown) => log.warn({ err: error }, "pool end failed"));
       log.info("consumer stopped");
       this.resolveDone(this.fatal ? { kind: "failed", error: this.fatal } : { kind: "stopped" });
     })();
     return this.stopping;
+  }
+
+  /**
+   * The service's one admin client (the join check and the lag refresh share it), connected on
+   * first use; a failed connect is forgotten, so the next call connects again. Closed by stop().
+   */
+  private adminClient(): Promise<KafkaAdmin> {
+    if (this.admin === undefined) {
+      const connecting = KafkaAdmin.connect(this.kafka);
+      this.admin = connecting;
+      connecting.catch(() => {
+        if (this.admin === connecting) this.admin = undefined;
+      });
+    }
+    return this.admin;
   }
 
   private fail(error: Error): void {
@@ -164,17 +230,32 @@ export class ConsumerService {
     void this.stop();
   }
 
+  /**
+   * /readyz: ready once the member has joined the group and PostgreSQL answers `SELECT 1`
+   * within {@link READINESS_TIMEOUT_MS}; checked afresh on every call, so it turns ready again
+   * as soon as PostgreSQL is back.
+   */
   private async readiness(): Promise<Readiness> {
-    if (this.fatal) return { ready: false, reason: this.fatal.message };
+    if (this.fatal) return { ready: false, reason: `stopping on a fatal error: ${this.fatal.message}` };
+    if (this.stopping) return { ready: false, reason: "stopping" };
     if (!this.consumer.isJoined) return { ready: false, reason: "not a member of the consumer group yet" };
+    let timer: NodeJS.Timeout | undefined;
     try {
-      await this.pool.query("SELECT 1");
-      this.dbReachable = true;
+      await Promise.race([
+        this.probePool.query("SELECT 1"),
+        new Promise((_, reject) => {
+          timer = setTimeout(
+            () => reject(new Error(`no answer within ${READINESS_TIMEOUT_MS} ms`)),
+            READINESS_TIMEOUT_MS,
+          );
+        }),
+      ]);
     } catch (error) {
-      this.dbReachable = false;
       return { ready: false, reason: `PostgreSQL unreachable: ${errorMessage(error)}` };
+    } finally {
+      clearTimeout(timer);
     }
-    return this.dbReachable ? { ready: true } : { ready: false, reason: "PostgreSQL unreachable" };
+    return { ready: true };
   }
 
   /**
@@ -187,8 +268,7 @@ export class ConsumerService {
     const { projection, log } = this.options;
     try {
       if (this.stopping) return;
-      this.admin ??= KafkaAdmin.connect(this.kafka);
-      const admin = await this.admin;
+      const admin = await this.adminClient();
       for (const [topic, partitions] of Object.entries(assignment)) {
         if (partitions.length === 0) continue;
         const checkpoints = await readCheckpoints(this.pool, projection.name, topic);
@@ -248,10 +328,10 @@ export class ConsumerService {
         () => void control.heartbeat().catch(() => undefined),
         config.heartbeatIntervalMs,
       );
-      const started = process.hrtime.bigint();
       let client: pg.PoolClient | undefined;
       try {
         client = await this.pool.connect();
+        const started = process.hrtime.bigint();
         const result = await applyBatch({
           client,
           projection,
@@ -263,7 +343,6 @@ export class ConsumerService {
           log,
         });
         client.release();
-        this.dbReachable = true;
         this.metrics.transactionDuration.observe({ topic: batch.topic }, seconds(started));
         return result;
       } catch (error) {
@@ -273,7 +352,6 @@ export class ConsumerService {
           return undefined;
         }
         const { kind, reason } = classifyPgError(error);
-        if (reason === "connection") this.dbReachable = false;
         this.metrics.transactionRetries.inc({ reason });
         const waitMs = backoffDelayMs(attempt, config.retryInitialMs, config.retryMaxMs);
         log.warn(
@@ -301,16 +379,24 @@ export class ConsumerService {
   private record(batch: PartitionBatch, result: BatchResult, commit: string, log: Logger): void {
     const { topic, partition } = batch;
     const m = this.metrics;
+    const duplicates = result.duplicates.offset + result.duplicates.event_id;
     if (result.applied > 0) m.applied.inc({ topic }, result.applied);
     if (result.duplicates.offset > 0) m.duplicates.inc({ topic, key: "offset" }, result.duplicates.offset);
     if (result.duplicates.event_id > 0)
       m.duplicates.inc({ topic, key: "event_id" }, result.duplicates.event_id);
     for (const d of result.deadLettered) m.deadLettered.inc({ topic, code: d.code });
-    const labels = { topic, partition: String(partition) };
-    m.lag.set(labels, Number(offsetDistance(batch.highWatermark, result.nextOffset)));
-    m.checkpoint.set(labels, Number(BigInt(result.checkpoint)));
-    if (commit === "committed")
-      m.checkpointCommitGap.set(labels, Number(offsetDistance(result.checkpoint, result.nextOffset)));
+    this.totals.applied += result.applied;
+    this.totals.duplicates += duplicates;
+    this.totals.deadLettered += result.deadLettered.length;
+    this.eventIdGauge.recorded(result.eventIdsRecorded);
+    this.lagMonitor.batchCommitted({
+      topic,
+      partition,
+      highWatermark: batch.highWatermark,
+      nextOffset: result.nextOffset,
+      checkpoint: result.checkpoint,
+      offsetCommitted: commit === "committed",
+    });
     log.debug(
       {
         nextOffset: result.nextOffset,
@@ -323,6 +409,9 @@ export class ConsumerService {
     );
   }
 }
+
+/** How long /readyz waits for PostgreSQL's answer (or a connection), ms. */
+const READINESS_TIMEOUT_MS = 3000;
 
 function seconds(startedNs: bigint): number {
   return Number(process.hrtime.bigint() - startedNs) / 1e9;

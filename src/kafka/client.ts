@@ -11,14 +11,18 @@ export interface KafkaClientOptions {
   readonly connectionTimeoutMs?: number;
 }
 
-/** Creates a KafkaJS client whose logs go to `log` (namespace and broker context kept). */
+/**
+ * Creates a KafkaJS client whose log lines go to `log` as `component: "kafkajs"` with KafkaJS's
+ * namespace and context (broker, groupId, topic...) kept. KafkaJS's own level follows `log.level`
+ * (debug and trace turn its debug lines on), so LOG_LEVEL governs both.
+ */
 export function createKafka(options: KafkaClientOptions): Kafka {
   const kafkaLog = options.log.child({ component: "kafkajs" });
   return new Kafka({
     clientId: options.clientId,
     brokers: [...options.brokers],
     connectionTimeout: options.connectionTimeoutMs ?? 3000,
-    logLevel: logLevel.INFO,
+    logLevel: kafkaLogLevel(options.log.level),
     logCreator:
       () =>
       ({ namespace, level, log }: LogEntry) => {
@@ -30,4 +34,21 @@ export function createKafka(options: KafkaClientOptions): Kafka {
         else kafkaLog.debug(fields, message);
       },
   });
+}
+
+/** The KafkaJS level matching a pino level (KafkaJS has no trace or fatal). */
+function kafkaLogLevel(level: string): logLevel {
+  switch (level) {
+    case "trace":
+    case "debug":
+      return logLevel.DEBUG;
+    case "info":
+      return logLevel.INFO;
+    case "warn":
+      return logLevel.WARN;
+    case "silent":
+      return logLevel.NOTHING;
+    default:
+      return logLevel.ERROR;
+  }
 }

@@ -45,6 +45,8 @@ export interface GroupConsumerOptions {
   readonly onBatch: (batch: PartitionBatch, control: BatchControl) => Promise<void>;
   /** Called on every group join with this member's assignment (topic → partitions). */
   readonly onAssignment?: (assignment: Readonly<Record<string, readonly number[]>>) => void;
+  /** Called when the member holds no partitions any more: it stopped or crashed (a restart rejoins). */
+  readonly onUnassigned?: () => void;
   /** Called when KafkaJS gives up (the consumer crashed and will not restart). */
   readonly onCrash?: (error: Error) => void;
 }
@@ -88,9 +90,11 @@ export class GroupConsumer {
     });
     this.consumer.on(STOP, () => {
       this.joined = false;
+      options.onUnassigned?.();
     });
     this.consumer.on(CRASH, (event) => {
       this.joined = false;
+      options.onUnassigned?.();
       options.log.error({ err: event.payload.error, restart: event.payload.restart }, "consumer crashed");
       if (!event.payload.restart) options.onCrash?.(event.payload.error);
     });

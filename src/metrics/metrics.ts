@@ -1,9 +1,11 @@
 /**
  * Prometheus metrics on a registry the caller owns (never prom-client's global default).
- * Every metric is listed in the README's "Metrics" table; names are snake_case with unit
- * suffixes, counters end in `_total`, labels stay low-cardinality (topic, partition, key kind, code).
+ * Every metric is listed in docs/metrics.md; names are snake_case with unit suffixes, counters
+ * end in `_total`, labels stay low-cardinality (topic, partition, key kind, error code, reason,
+ * result, projection: each a short, bounded list).
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import type { RetryReason } from "../errors.js";
 
 /** The kinds of dedupe key a duplicate was recognised by (label `key`). */
 export type DuplicateKeyKind = "offset" | "event_id";
@@ -58,14 +60,14 @@ export function createMetrics(options: { registry?: Registry; processMetrics?: b
     }),
     batchDuration: new Histogram({
       name: "replayable_batch_duration_seconds",
-      help: "Time to process one partition's batch: transaction plus offset commit.",
+      help: "Time to process one transaction's worth of a partition's records: transaction, offset commit and heartbeat.",
       labelNames: ["topic"] as const,
       buckets: SECONDS_BUCKETS,
       registers,
     }),
     transactionDuration: new Histogram({
       name: "replayable_transaction_duration_seconds",
-      help: "Time from BEGIN to COMMIT of one dedupe-then-effect transaction.",
+      help: "Time from BEGIN to COMMIT of one dedupe-then-effect transaction that committed.",
       labelNames: ["topic"] as const,
       buckets: SECONDS_BUCKETS,
       registers,
@@ -90,13 +92,13 @@ export function createMetrics(options: { registry?: Registry; processMetrics?: b
     }),
     checkpoint: new Gauge({
       name: "replayable_checkpoint_offset",
-      help: "The projection's checkpoint (next offset to apply) per partition, as last committed.",
+      help: "The projection's checkpoint (next offset to apply) per assigned partition, as committed in PostgreSQL.",
       labelNames: ["topic", "partition"] as const,
       registers,
     }),
     checkpointCommitGap: new Gauge({
       name: "replayable_checkpoint_commit_gap_records",
-      help: "Checkpoint minus the committed Kafka offset per partition: records a restart would re-read as duplicates.",
+      help: "Checkpoint minus the group's committed Kafka offset per assigned partition: records a restart would re-read as duplicates.",
       labelNames: ["topic", "partition"] as const,
       registers,
     }),
@@ -112,9 +114,38 @@ export function createMetrics(options: { registry?: Registry; processMetrics?: b
     }),
     eventIds: new Gauge({
       name: "replayable_event_ids",
-      help: "Rows in replayable.processed_events per projection (set at start and on each scrape interval).",
+      help: "Rows in replayable.processed_events per projection: counted at start and every minute, plus this member's inserts since.",
       labelNames: ["projection"] as const,
       registers,
     }),
   };
+}
+
+/** The `reason` label values of `replayable_transaction_retries_total`. */
+const RETRY_REASONS: readonly RetryReason[] = [
+  "serialization_failure",
+  "deadlock",
+  "connection",
+  "unavailable",
+  "other",
+];
+
+/** The `result` label values of `replayable_offset_commits_total`. */
+const COMMIT_RESULTS = ["committed", "skipped_rebalanced", "failed"] as const;
+
+/**
+ * Creates the label sets a member will use with value 0, so `rate()` and `increase()` see the
+ * first increment and dashboards show 0 rather than "no data" (Prometheus's instrumentation
+ * practices, "Avoid missing metrics").
+ * @param topics the topics the member consumes.
+ */
+export function initialiseMetrics(metrics: Metrics, topics: readonly string[]): void {
+  for (const topic of topics) {
+    metrics.applied.inc({ topic }, 0);
+    metrics.duplicates.inc({ topic, key: "offset" }, 0);
+    metrics.duplicates.inc({ topic, key: "event_id" }, 0);
+  }
+  for (const reason of RETRY_REASONS) metrics.transactionRetries.inc({ reason }, 0);
+  for (const result of COMMIT_RESULTS) metrics.offsetCommits.inc({ result }, 0);
+  metrics.assignedPartitions.set(0);
 }

@@ -6,7 +6,7 @@ import { migrate } from "../../db/migrate.js";
 import { ConsumerService } from "../../engine/consumerService.js";
 import { createLogger } from "../../logger.js";
 import { getProjection, projectionNames } from "../../projections/registry.js";
-import { action, configFrom, withConnectionOptions, type ConnectionFlags } from "../common.js";
+import { action, configFrom, printError, withConnectionOptions, type ConnectionFlags } from "../common.js";
 import { onShutdownSignals } from "../signals.js";
 
 interface RunFlags extends ConnectionFlags {
@@ -68,7 +68,7 @@ export function runCommand(): Command {
         const outcome = await service.done;
         removeHandlers();
         if (outcome.kind === "failed") {
-          process.stderr.write(`replayable: ${outcome.error.message}\n`);
+          printError(outcome.error.message);
           process.exitCode = 1;
         }
       }),

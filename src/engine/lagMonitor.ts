@@ -1,0 +1,252 @@
+/**
+ * The per-partition gauges of a member: consumer lag, checkpoint, and the gap between the
+ * checkpoint and the group's committed offset, for the partitions currently assigned to it.
+ * Updated after every batch, and refreshed every `intervalMs` from Kafka (high watermarks,
+ * committed offsets) and PostgreSQL (checkpoints), so they stay right while the member is idle
+ * (KafkaJS reports nothing for empty fetches) and right after a join, before the first batch.
+ */
+import type pg from "pg";
+import type { Logger } from "pino";
+import { errorMessage } from "../errors.js";
+import type { KafkaAdmin, PartitionOffsets } from "../kafka/admin.js";
+import type { Metrics } from "../metrics/metrics.js";
+import { compareOffsets, offsetDistance, offsetGaugeValue, type OffsetString } from "../offsets.js";
+import { readCheckpoints } from "../sql/readCheckpoints.js";
+
+/** Options for {@link LagMonitor}. */
+export interface LagMonitorOptions {
+  readonly metrics: Metrics;
+  readonly groupId: string;
+  readonly projection: string;
+  readonly topics: readonly string[];
+  /** The admin client for refreshes; shared with its owner, who closes it (the monitor never does). */
+  readonly admin: () => Promise<KafkaAdmin>;
+  readonly pool: pg.Pool;
+  /** Refresh period, ms. */
+  readonly intervalMs: number;
+  readonly log: Logger;
+}
+
+/** What the monitor knows of one assigned partition. Offsets are strings (64-bit). */
+interface PartitionState {
+  readonly topic: string;
+  readonly partition: number;
+  /** Next offset this member will process, once it has processed a batch. */
+  position?: OffsetString;
+  highWatermark?: OffsetString;
+  logStartOffset?: OffsetString;
+  /** The group's committed offset; "-1" when none. */
+  committed?: OffsetString;
+  checkpoint?: OffsetString;
+}
+
+/** A batch the consumer finished: the transaction committed, then the offset commit ran. */
+export interface CommittedBatch {
+  readonly topic: string;
+  readonly partition: number;
+  /** High watermark when the batch was fetched. */
+  readonly highWatermark: OffsetString;
+  /** Last offset of the batch + 1. */
+  readonly nextOffset: OffsetString;
+  /** The checkpoint after COMMIT. */
+  readonly checkpoint: OffsetString;
+  /** True when `nextOffset` was committed to Kafka. */
+  readonly offsetCommitted: boolean;
+}
+
+/**
+ * Keeps `replayable_consumer_lag_records`, `replayable_checkpoint_offset`,
+ * `replayable_checkpoint_commit_gap_records` and `replayable_assigned_partitions` in step with
+ * the member's assignment. `start()` and `stop()` are idempotent.
+ *
+ * Lag = high watermark - next offset to process (the member's position after its last batch;
+ * before that, the committed offset, or the log start offset when the group has none, as a new
+ * group starts from the earliest offset). Never below 0.
+ */
+export class LagMonitor {
+  private readonly partitions = new Map<string, PartitionState>();
+  private timer: NodeJS.Timeout | undefined;
+  private inFlight: Promise<void> | undefined;
+  private stopped = false;
+  private failing = false;
+
+  constructor(private readonly options: LagMonitorOptions) {}
+
+  /** Starts the periodic refresh. */
+  start(): void {
+    if (this.timer !== undefined || this.stopped) return;
+    this.timer = setInterval(() => void this.refresh(), this.options.intervalMs);
+    this.timer.unref();
+  }
+
+  /** Stops refreshing, waits for a refresh in flight and unassigns everything. */
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    clearInterval(this.timer);
+    await this.inFlight;
+    this.unassignAll();
+  }
+
+  /** The member's new assignment (after a group join): drops the rows of partitions it lost. */
+  assign(assignment: Readonly<Record<string, readonly number[]>>): void {
+    const next = new Set<string>();
+    for (const [topic, partitions] of Object.entries(assignment)) {
+      for (const partition of partitions) next.add(keyOf(topic, partition));
+    }
+    for (const [key, state] of this.partitions) {
+      if (!next.has(key)) this.forget(key, state);
+    }
+    for (const [topic, partitions] of Object.entries(assignment)) {
+      for (const partition of partitions) {
+        const key = keyOf(topic, partition);
+        // A partition kept across a rebalance restarts from the committed offset: forget the position.
+        this.partitions.set(key, { topic, partition });
+      }
+    }
+    this.options.metrics.assignedPartitions.set(this.partitions.size);
+    if (!this.stopped) void this.refresh();
+  }
+
+  /** The member left the group, stopped or crashed: no partitions, no per-partition rows. */
+  unassignAll(): void {
+    for (const [key, state] of this.partitions) this.forget(key, state);
+    this.options.metrics.assignedPartitions.set(0);
+  }
+
+  /** Updates a partition's gauges after a batch. Ignored for a partition no longer assigned. */
+  batchCommitted(batch: CommittedBatch): void {
+    const state = this.partitions.get(keyOf(batch.topic, batch.partition));
+    if (state === undefined) return;
+    state.position = batch.nextOffset;
+    state.highWatermark = later(state.highWatermark, batch.highWatermark);
+    state.checkpoint = later(state.checkpoint, batch.checkpoint);
+    if (batch.offsetCommitted) state.committed = later(state.committed, batch.nextOffset);
+    this.publish(state);
+  }
+
+  /** Lag summed over the assigned partitions whose lag is known, in records. */
+  remainingLag(): bigint {
+    let sum = 0n;
+    for (const state of this.partitions.values()) sum += lagOf(state) ?? 0n;
+    return sum;
+  }
+
+  /**
+   * Reads high watermarks and committed offsets from Kafka and checkpoints from PostgreSQL,
+   * then updates the gauges. A failure is logged (warn once, then debug) and retried next time.
+   * Concurrent calls share one refresh.
+   */
+  refresh(): Promise<void> {
+    this.inFlight ??= this.doRefresh().finally(() => (this.inFlight = undefined));
+    return this.inFlight;
+  }
+
+  private async doRefresh(): Promise<void> {
+    if (this.partitions.size === 0 || this.stopped) return;
+    const { groupId, projection, pool } = this.options;
+    const topics = [...new Set([...this.partitions.values()].map((s) => s.topic))];
+    const problems: string[] = [];
+    try {
+      const admin = await this.options.admin();
+      const [ends, committed] = await Promise.all([
+        Promise.all(topics.map(async (topic) => ({ topic, offsets: await admin.topicOffsets(topic) }))),
+        admin.committedOffsets(groupId, topics),
+      ]);
+      for (const { topic, offsets } of ends) this.applyEnds(topic, offsets);
+      for (const c of committed) {
+        const state = this.partitions.get(keyOf(c.topic, c.partition));
+        if (state !== undefined) state.committed = later(state.committed, c.offset);
+      }
+    } catch (error) {
+      problems.push(`Kafka: ${errorMessage(error)}`);
+    }
+    try {
+      for (const row of await readCheckpoints(pool, projection)) {
+        const state = this.partitions.get(keyOf(row.topic, row.partition));
+        if (state !== undefined) state.checkpoint = later(state.checkpoint, row.nextOffset);
+      }
+    } catch (error) {
+      problems.push(`PostgreSQL: ${errorMessage(error)}`);
+    }
+    if (this.stopped) return;
+    for (const state of this.partitions.values()) this.publish(state);
+    this.reportProblems(problems);
+  }
+
+  private applyEnds(topic: string, offsets: readonly PartitionOffsets[]): void {
+    for (const o of offsets) {
+      const state = this.partitions.get(keyOf(topic, o.partition));
+      if (state === undefined) continue;
+      state.highWatermark = later(state.highWatermark, o.highWatermark);
+      state.logStartOffset = o.logStartOffset;
+    }
+  }
+
+  private publish(state: PartitionState): void {
+    const { metrics } = this.options;
+    const labels = { topic: state.topic, partition: String(state.partition) };
+    const lag = lagOf(state);
+    if (lag !== undefined) metrics.lag.set(labels, offsetGaugeValue(lag));
+    if (state.checkpoint !== undefined) {
+      metrics.checkpoint.set(labels, offsetGaugeValue(state.checkpoint));
+      const committed = committedOrStart(state);
+      if (committed !== undefined) {
+        metrics.checkpointCommitGap.set(
+          labels,
+          offsetGaugeValue(offsetDistance(state.checkpoint, committed)),
+        );
+      }
+    }
+  }
+
+  private forget(key: string, state: PartitionState): void {
+    const { metrics } = this.options;
+    const labels = { topic: state.topic, partition: String(state.partition) };
+    metrics.lag.remove(labels);
+    metrics.checkpoint.remove(labels);
+    metrics.checkpointCommitGap.remove(labels);
+    this.partitions.delete(key);
+  }
+
+  private reportProblems(problems: readonly string[]): void {
+    const { log } = this.options;
+    if (problems.length === 0) {
+      if (this.failing) log.info("lag refresh works again");
+      this.failing = false;
+      return;
+    }
+    const fields = { problems, retryInMs: this.options.intervalMs };
+    if (this.failing) log.debug(fields, "lag refresh failed");
+    else log.warn(fields, "lag refresh failed; the lag and checkpoint gauges may be stale");
+    this.failing = true;
+  }
+}
+
+/**
+ * The later of a known and a newly read offset. While this member owns a partition, its high
+ * watermark, committed offset and checkpoint only move forward (a reset or a rebuild needs the
+ * group inactive, which ends the assignment), so a refresh that read an older value than a batch
+ * just reported must not move them back.
+ */
+function later(known: OffsetString | undefined, read: OffsetString): OffsetString {
+  return known === undefined || compareOffsets(read, known) > 0 ? read : known;
+}
+
+function keyOf(topic: string, partition: number): string {
+  return `${topic}\u0000${partition}`;
+}
+
+/** The committed offset, or the log start offset when the group has none (a new group reads from the earliest). */
+function committedOrStart(state: PartitionState): OffsetString | undefined {
+  if (state.committed !== undefined && state.committed !== "-1") return state.committed;
+  return state.logStartOffset;
+}
+
+/** High watermark - next offset to process, at least 0; undefined while either is unknown. */
+function lagOf(state: PartitionState): bigint | undefined {
+  const position = state.position ?? committedOrStart(state);
+  if (state.highWatermark === undefined || position === undefined) return undefined;
+  const lag = offsetDistance(state.highWatermark, position);
+  return lag > 0n ? lag : 0n;
+}
