@@ -39,4 +39,14 @@ function scrubbingDestination(inner: DestinationStream): DestinationStream {
   return { write: (line: string) => inner.write(scrubSecrets(line)) };
 }
 
+/**
+ * A child of `log` binding those of `fields` it does not already carry with the same value, so a
+ * JSON line never repeats a key (pino does not merge a child's bindings with its parent's).
+ */
+export function withBindings(log: Logger, fields: Record<string, unknown>): Logger {
+  const bound = log.bindings();
+  const missing = Object.fromEntries(Object.entries(fields).filter(([key, value]) => bound[key] !== value));
+  return Object.keys(missing).length === 0 ? log : log.child(missing);
+}
+
 export type { Logger };

@@ -12,6 +12,7 @@ import { classifyPgError, ReplayableError, errorMessage } from "../errors.js";
 import { failpoint } from "../failpoints.js";
 import { KafkaAdmin } from "../kafka/admin.js";
 import { createKafka } from "../kafka/client.js";
+import { withBindings } from "../logger.js";
 import { GroupConsumer, type BatchControl, type PartitionBatch } from "../kafka/groupConsumer.js";
 import { createMetrics, initialiseMetrics, type Metrics } from "../metrics/metrics.js";
 import { startHttpServer, type HttpServer, type Readiness } from "../metrics/server.js";
@@ -30,6 +31,7 @@ import { ProgressReporter } from "./progressReporter.js";
 export interface ConsumerServiceOptions {
   readonly config: Config;
   readonly projection: Projection<unknown>;
+  /** Where the service logs; it adds `groupId` and `projection` unless already bound. */
   readonly log: Logger;
   /** Serve /metrics, /healthz, /readyz; default true. */
   readonly http?: boolean;
@@ -54,6 +56,7 @@ export class ConsumerService {
   /** Resolves when the service has fully stopped, with the reason. */
   readonly done: Promise<ServiceOutcome>;
   private resolveDone!: (outcome: ServiceOutcome) => void;
+  private readonly log: Logger;
   private readonly pool: pg.Pool;
   /** A one-connection pool for /readyz, so a busy main pool does not make the probe wait. */
   private readonly probePool: pg.Pool;
@@ -73,7 +76,9 @@ export class ConsumerService {
   private fatal: Error | undefined;
 
   constructor(private readonly options: ConsumerServiceOptions) {
-    const { config, projection, log } = options;
+    const { config, projection } = options;
+    const log = withBindings(options.log, { groupId: config.groupId, projection: projection.name });
+    this.log = log;
     this.metrics = options.metrics ?? createMetrics();
     this.done = new Promise((resolve) => (this.resolveDone = resolve));
     this.topics = config.topics.length > 0 ? config.topics : projection.defaultTopics;
@@ -152,14 +157,9 @@ export class ConsumerService {
    */
   start(): Promise<void> {
     this.started ??= (async () => {
-      const { config, projection, log } = this.options;
-      this.lockClient = await this.pool.connect();
-      if (!(await tryAdvisoryLock(this.lockClient, projectionLock(projection.name), true))) {
-        throw new ReplayableError(
-          "PROJECTION_LOCKED",
-          `projection ${projection.name} is being rebuilt (another session holds its advisory lock); run again once \`replayable rebuild\` has finished`,
-        );
-      }
+      const { config } = this.options;
+      const log = this.log;
+      await this.takeProjectionLock();
       if (this.options.http !== false) {
         this.http = await startHttpServer({
           host: config.metrics.host,
@@ -169,14 +169,12 @@ export class ConsumerService {
         });
         log.info({ host: config.metrics.host, port: this.http.port }, "serving /metrics, /healthz, /readyz");
       }
+      // Counted before the first batch, so the gauge starts exact (see EventIdGauge).
+      await this.eventIdGauge.start();
       await this.consumer.start();
       this.lagMonitor.start();
-      this.eventIdGauge.start();
       this.progress.start();
-      log.info(
-        { groupId: config.groupId, topics: this.topics, projection: projection.name },
-        "consumer started",
-      );
+      log.info({ topics: this.topics }, "consumer started");
     })();
     return this.started;
   }
@@ -189,7 +187,7 @@ export class ConsumerService {
   stop(): Promise<void> {
     this.stopping ??= (async () => {
       this.abort.abort();
-      const { log } = this.options;
+      const log = this.log;
       this.progress.stop();
       await this.consumer.stop().catch((error: unknown) => log.warn({ err: error }, "consumer stop failed"));
       if (this.started !== undefined && this.options.config.progressIntervalMs > 0) this.progress.report();
@@ -224,9 +222,71 @@ export class ConsumerService {
     return this.admin;
   }
 
+  /**
+   * Takes the projection's shared advisory lock on a connection of its own, kept for the
+   * service's lifetime. If that connection dies (PostgreSQL restarted), the lock is taken again
+   * in the background once PostgreSQL answers; a rebuild cannot start meanwhile, as it also
+   * needs the consumer group inactive.
+   * @throws ReplayableError PROJECTION_LOCKED when a rebuild holds the lock.
+   */
+  private async takeProjectionLock(): Promise<void> {
+    const { projection } = this.options;
+    const client = await this.pool.connect();
+    // A checked-out client whose connection dies emits "error": without a listener, the process crashes.
+    client.on("error", (error: Error) => this.onLockConnectionLost(client, error));
+    let locked = false;
+    try {
+      locked = await tryAdvisoryLock(client, projectionLock(projection.name), true);
+    } catch (error) {
+      client.release(true);
+      throw error;
+    }
+    if (!locked) {
+      client.release();
+      throw new ReplayableError(
+        "PROJECTION_LOCKED",
+        `projection ${projection.name} is being rebuilt (another session holds its advisory lock); run again once \`replayable rebuild\` has finished`,
+      );
+    }
+    this.lockClient = client;
+  }
+
+  private onLockConnectionLost(client: pg.PoolClient, error: Error): void {
+    if (this.lockClient !== client) return;
+    this.lockClient = undefined;
+    client.release(error);
+    if (this.stopping !== undefined || this.fatal !== undefined) return;
+    this.log.warn(
+      { err: error },
+      "lost the PostgreSQL session holding the projection's shared advisory lock; taking it again",
+    );
+    void (async () => {
+      const { retryInitialMs, retryMaxMs } = this.options.config;
+      for (let attempt = 0; this.stopping === undefined && this.fatal === undefined; attempt++) {
+        try {
+          await this.takeProjectionLock();
+          this.log.info("projection's shared advisory lock taken again");
+          return;
+        } catch (lockError) {
+          if (lockError instanceof ReplayableError && lockError.code === "PROJECTION_LOCKED") {
+            this.fail(lockError);
+            return;
+          }
+          try {
+            await sleep(backoffDelayMs(attempt, retryInitialMs, retryMaxMs), undefined, {
+              signal: this.abort.signal,
+            });
+          } catch {
+            return;
+          }
+        }
+      }
+    })();
+  }
+
   private fail(error: Error): void {
     this.fatal ??= error;
-    this.options.log.fatal({ err: error }, "consumer stopping on a fatal error");
+    this.log.fatal({ err: error }, "consumer stopping on a fatal error");
     void this.stop();
   }
 
@@ -296,7 +356,7 @@ export class ConsumerService {
 
   private async onBatch(batch: PartitionBatch, control: BatchControl): Promise<void> {
     const { config } = this.options;
-    const log = this.options.log.child({ topic: batch.topic, partition: batch.partition });
+    const log = this.log.child({ topic: batch.topic, partition: batch.partition });
     for (const chunk of chunkRecords(batch.records, config.maxBatchRecords, config.maxBatchBytes)) {
       if (!control.isActive() || this.fatal) return;
       const started = process.hrtime.bigint();
@@ -331,6 +391,8 @@ export class ConsumerService {
       let client: pg.PoolClient | undefined;
       try {
         client = await this.pool.connect();
+        // The failing query rejects too; this only keeps the "error" event from crashing the process.
+        client.on("error", ignoreClientError);
         const started = process.hrtime.bigint();
         const result = await applyBatch({
           client,
@@ -371,6 +433,7 @@ export class ConsumerService {
           return undefined;
         }
       } finally {
+        client?.removeListener("error", ignoreClientError);
         clearInterval(heartbeats);
       }
     }
@@ -409,6 +472,9 @@ export class ConsumerService {
     );
   }
 }
+
+/** Listener for the "error" event of a checked-out client while a query of ours runs on it. */
+function ignoreClientError(): void {}
 
 /** How long /readyz waits for PostgreSQL's answer (or a connection), ms. */
 const READINESS_TIMEOUT_MS = 3000;

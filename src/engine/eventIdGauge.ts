@@ -1,7 +1,8 @@
 /**
  * Keeps `replayable_event_ids{projection}` fresh cheaply: one count(*) at start and then every
  * `intervalMs` (an index-only scan of the primary key), and between counts the rows this member's
- * transactions inserted are added. Other members' inserts and pruning show at the next count.
+ * transactions inserted are added. Other members' inserts and pruning show at the next count; a
+ * batch committing while a periodic count runs may be counted twice until the next count.
  */
 import type pg from "pg";
 import type { Logger } from "pino";
@@ -27,12 +28,16 @@ export class EventIdGauge {
 
   constructor(private readonly options: EventIdGaugeOptions) {}
 
-  /** Counts once now, then every interval. */
-  start(): void {
-    if (this.timer !== undefined || this.stopped) return;
-    void this.count();
+  /**
+   * Counts once now, then every interval. Resolves when the first count is done (it never
+   * rejects: a failure is logged and retried at the next interval), so a caller that awaits it
+   * before consuming starts from an exact value.
+   */
+  start(): Promise<void> {
+    if (this.timer !== undefined || this.stopped) return Promise.resolve();
     this.timer = setInterval(() => void this.count(), this.options.intervalMs ?? 60_000);
     this.timer.unref();
+    return this.count();
   }
 
   /** Stops counting and waits for a count in flight. */

@@ -18,6 +18,7 @@ export interface KafkaClientOptions {
  */
 export function createKafka(options: KafkaClientOptions): Kafka {
   const kafkaLog = options.log.child({ component: "kafkajs" });
+  const bound = kafkaLog.bindings();
   return new Kafka({
     clientId: options.clientId,
     brokers: [...options.brokers],
@@ -27,7 +28,9 @@ export function createKafka(options: KafkaClientOptions): Kafka {
       () =>
       ({ namespace, level, log }: LogEntry) => {
         const { message, timestamp: _t, logger: _l, ...extra } = log;
-        const fields = { namespace, ...extra };
+        // Keys the logger already binds with the same value (groupId...) are not repeated.
+        const fields: Record<string, unknown> = { namespace };
+        for (const [key, value] of Object.entries(extra)) if (bound[key] !== value) fields[key] = value;
         if (level === logLevel.ERROR) kafkaLog.error(fields, message);
         else if (level === logLevel.WARN) kafkaLog.warn(fields, message);
         else if (level === logLevel.INFO) kafkaLog.info(fields, message);

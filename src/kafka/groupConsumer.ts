@@ -80,7 +80,6 @@ export class GroupConsumer {
       this.joined = true;
       options.log.info(
         {
-          groupId: options.groupId,
           memberId: event.payload.memberId,
           assignment: event.payload.memberAssignment,
         },

@@ -32,11 +32,19 @@ const SECONDS_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5
 
 /**
  * Creates the metrics on a new registry (or `registry`), with Node process metrics
- * (`replayable_process_*`, `replayable_nodejs_*`) unless `processMetrics` is false.
+ * (prom-client's default metrics as `replayable_process_*`, `replayable_nodejs_*`) unless
+ * `processMetrics` is false. docs/metrics.md lists them all.
  */
 export function createMetrics(options: { registry?: Registry; processMetrics?: boolean } = {}): Metrics {
   const registry = options.registry ?? new Registry();
-  if (options.processMetrics !== false) collectDefaultMetrics({ register: registry, prefix: "replayable_" });
+  if (options.processMetrics !== false) {
+    collectDefaultMetrics({ register: registry, prefix: "replayable_" });
+    // Gauges named like counters (promtool: "non-counter metrics should not have _total suffix");
+    // the same numbers are the sum of replayable_nodejs_active_{handles,requests,resources}{type}.
+    for (const name of ["active_handles_total", "active_requests_total", "active_resources_total"]) {
+      registry.removeSingleMetric(`replayable_nodejs_${name}`);
+    }
+  }
   const registers = [registry];
   return {
     registry,

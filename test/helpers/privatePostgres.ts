@@ -4,7 +4,7 @@
  * Runs the Debian binaries as the `postgres` OS user (initdb refuses root).
  */
 import { execFileSync } from "node:child_process";
-import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -46,8 +46,14 @@ function asPostgres(args: string[]): void {
   execFileSync(cmd!, rest, { stdio: ["ignore", "ignore", "pipe"] });
 }
 
-/** initdb and start a server on a free port (trust auth on 127.0.0.1). */
-export async function startPrivatePostgres(): Promise<PrivatePostgres> {
+/** Options for {@link startPrivatePostgres}. */
+export interface PrivatePostgresOptions {
+  /** Password of the `postgres` role; when set, TCP connections need it (scram-sha-256) and `url` carries it. */
+  readonly password?: string;
+}
+
+/** initdb and start a server on a free port (trust auth on 127.0.0.1 unless a password is given). */
+export async function startPrivatePostgres(options: PrivatePostgresOptions = {}): Promise<PrivatePostgres> {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), "replayable-pg-"));
   chmodSync(dir, 0o777);
@@ -55,12 +61,21 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
     chownSync(dir, Number(execFileSync("id", ["-u", "postgres"]).toString().trim()), 0);
   const data = join(dir, "data");
   const bin = binDir();
-  asPostgres([`${bin}/initdb`, "-D", data, "-A", "trust", "-U", "postgres", "--no-sync"]);
+  const auth = ["-A", "trust"];
+  if (options.password !== undefined) {
+    const pwfile = join(dir, "pwfile");
+    writeFileSync(pwfile, `${options.password}\n`, { mode: 0o644 });
+    auth.splice(0, 2, "--auth-local=trust", "--auth-host=scram-sha-256", `--pwfile=${pwfile}`);
+  }
+  asPostgres([`${bin}/initdb`, "-D", data, ...auth, "-U", "postgres", "--no-sync"]);
   const pgctl = (...args: string[]) =>
     asPostgres([`${bin}/pg_ctl`, "-D", data, "-l", join(dir, "server.log"), "-w", "-t", "60", ...args]);
   const server: PrivatePostgres = {
     port,
-    url: `postgres://postgres@127.0.0.1:${port}/postgres`,
+    url:
+      options.password === undefined
+        ? `postgres://postgres@127.0.0.1:${port}/postgres`
+        : `postgres://postgres:${encodeURIComponent(options.password)}@127.0.0.1:${port}/postgres`,
     start: () => pgctl("-o", `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off`, "start"),
     stop: () => pgctl("-m", "fast", "stop"),
     restart: () => {

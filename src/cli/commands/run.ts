@@ -45,10 +45,7 @@ export function runCommand(): Command {
         });
         const projection = getProjection(config.projection);
         const log = createLogger(config.logLevel, { groupId: config.groupId, projection: projection.name });
-        log.info(
-          { brokers: config.kafka.brokers, database: redactUrl(config.databaseUrl), groupId: config.groupId },
-          "starting",
-        );
+        log.info({ brokers: config.kafka.brokers, database: redactUrl(config.databaseUrl) }, "starting");
         if (flags.migrate) {
           const pool = createPool({ connectionString: config.databaseUrl, max: 1 });
           try {
