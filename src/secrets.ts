@@ -23,13 +23,17 @@ const URL_PASSWORD = /\b([a-z][a-z0-9+.-]*:\/\/[^\s:/?#@"']*):([^\s@/"']*)@/gi;
  */
 export function registerSecret(value: string | undefined): void {
   if (value === undefined || value === "") return;
-  const forms = [value, JSON.stringify(value).slice(1, -1)];
+  const plain = [value];
   try {
-    forms.push(decodeURIComponent(value));
+    plain.push(decodeURIComponent(value));
   } catch {
     // not percent-encoded: the raw form is enough
   }
-  for (const form of forms) if (form !== "") secrets.add(form);
+  for (const form of plain) {
+    secrets.add(form);
+    secrets.add(JSON.stringify(form).slice(1, -1));
+  }
+  secrets.delete("");
   longestFirst = [...secrets].sort((a, b) => b.length - a.length);
 }
 
