@@ -34,6 +34,7 @@ interface QueryAnswer {
  * @throws when the binary is missing (install the Debian package `prometheus`) or it does not get ready.
  */
 export async function startPrometheus(targets: readonly string[]): Promise<PrivatePrometheus> {
+  requireBinary("prometheus");
   const dir = mkdtempSync(join(tmpdir(), "replayable-prom-"));
   const port = await freePort();
   const config = join(dir, "prometheus.yml");
@@ -101,7 +102,16 @@ export async function startPrometheus(targets: readonly string[]): Promise<Priva
 
 /** Runs `promtool check metrics` on Prometheus text; its exit code and what it printed. */
 export function promtoolCheckMetrics(text: string): { code: number | null; output: string } {
+  requireBinary("promtool");
   const result = spawnSync("promtool", ["check", "metrics"], { input: text, encoding: "utf8" });
   if (result.error) throw result.error;
   return { code: result.status, output: `${result.stdout}${result.stderr}` };
+}
+
+/** @throws Error saying how to install the Debian package when `name` is not on PATH. */
+function requireBinary(name: "prometheus" | "promtool"): void {
+  const probe = spawnSync(name, ["--version"], { stdio: "ignore" });
+  if (probe.error !== undefined) {
+    throw new Error(`${name} not found: run scripts/ensure-prometheus.sh (Debian package "prometheus")`);
+  }
 }

@@ -4,6 +4,7 @@
  * the counters agree with the database (applied = rows the projection applied, duplicates =
  * records re-read).
  */
+import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFinished } from "vitest";
 import type { KafkaAdmin } from "../../../src/kafka/admin.js";
 import { produceRecords } from "../../../src/kafka/producer.js";
@@ -136,6 +137,25 @@ describe("Prometheus metrics", () => {
       stream.events,
     ]);
     expect(await prometheus.query(`replayable_assigned_partitions`)).toEqual([2]);
+
+    // Every query of the Grafana dashboard is valid PromQL for this Prometheus, with Grafana's variables filled in.
+    const dashboard = JSON.parse(readFileSync("deploy/grafana/dashboards/replayable.json", "utf8")) as {
+      panels: { title: string; targets?: { expr: string }[] }[];
+    };
+    for (const panel of dashboard.panels) {
+      for (const target of panel.targets ?? []) {
+        const expr = target.expr
+          .replaceAll("$__rate_interval", "30s")
+          .replaceAll("$__range", "5m")
+          .replaceAll("$topic", topic);
+        await expect(prometheus.query(expr), panel.title).resolves.toBeInstanceOf(Array);
+      }
+    }
+    expect(
+      await prometheus.query(
+        `max by (topic, partition) (replayable_consumer_lag_records{topic=~"${topic}"})`,
+      ),
+    ).toEqual([0, 0]);
     await stopRun(run);
   });
 
