@@ -325,7 +325,8 @@ export class ConsumerService {
    * recreated topic that is still empty. A failed check is logged, not fatal: the batch check stays.
    */
   private async checkAssignment(assignment: Readonly<Record<string, readonly number[]>>): Promise<void> {
-    const { projection, log } = this.options;
+    const { projection } = this.options;
+    const log = this.log;
     try {
       if (this.stopping) return;
       const admin = await this.adminClient();
