@@ -26,6 +26,9 @@ export async function produceRecords(
     allowAutoTopicCreation: false,
     idempotent: false,
     maxInFlightRequests: 1,
+    // A topic created a moment ago may not have its leaders in every broker's metadata yet
+    // (UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition"): retry longer.
+    retry: { retries: 10, initialRetryTime: 200, maxRetryTime: 5000 },
   });
   await producer.connect();
   try {
