@@ -1,9 +1,11 @@
 /** The projections this package ships, by name (`--projection`). */
 import type { Projection } from "../projection.js";
+import { githubProjection } from "./github/githubProjection.js";
 import { ledgerProjection } from "./ledger/ledgerProjection.js";
 
 const projections: ReadonlyMap<string, Projection<never>> = new Map<string, Projection<never>>([
   [ledgerProjection.name, ledgerProjection as Projection<never>],
+  [githubProjection.name, githubProjection as Projection<never>],
 ]);
 
 /** Names of the shipped projections. */

@@ -1,6 +1,7 @@
 /** `replayable checksum`: fingerprints of a projection's derived tables, to compare before and after a replay. */
 import { Command } from "commander";
-import { createPool, drizzleOf } from "../../db/pool.js";
+import { createPool, drizzleOf, type Db } from "../../db/pool.js";
+import { githubChecksum, readGithubState } from "../../projections/github/checksum.js";
 import { ledgerChecksum, readLedgerState } from "../../projections/ledger/checksum.js";
 import { getProjection } from "../../projections/registry.js";
 import { tableChecksums } from "../../sql/tableChecksums.js";
@@ -18,11 +19,17 @@ interface ChecksumFlags extends ConnectionFlags {
   output: string;
 }
 
+/** Per projection, the SHA-256 of its derived tables' state, as `produce <stream>` predicts it. */
+const stateChecksums: Readonly<Record<string, (db: Db) => Promise<string>>> = {
+  ledger: async (db) => ledgerChecksum(await readLedgerState(db)),
+  github: async (db) => githubChecksum(await readGithubState(db)),
+};
+
 /** Builds the `checksum` command. */
 export function checksumCommand(): Command {
   return withConnectionOptions(new Command("checksum"))
     .description(
-      "print row counts and MD5 checksums of the projection's derived tables (and the ledger checksum)",
+      "print row counts and MD5 checksums of the projection's derived tables, and the checksum `produce` predicts for them",
     )
     .option("--projection <name>", "projection (env REPLAYABLE_PROJECTION)")
     .option("--output <format>", "table or json", "table")
@@ -33,13 +40,13 @@ export function checksumCommand(): Command {
         const pool = createPool({ connectionString: config.databaseUrl, max: 1 });
         try {
           const tables = await tableChecksums(pool, projection.tables);
-          const ledger =
-            projection.name === "ledger" ? ledgerChecksum(await readLedgerState(drizzleOf(pool))) : undefined;
+          const state = await stateChecksums[projection.name]?.(drizzleOf(pool));
+          const ledger = projection.name === "ledger" ? state : undefined;
           if (flags.output === "json")
-            printJson({ projection: projection.name, tables, ledgerChecksum: ledger });
+            printJson({ projection: projection.name, tables, stateChecksum: state, ledgerChecksum: ledger });
           else {
             printTable(tables.map((t) => ({ table: t.table, rows: t.rows, md5: t.md5 })));
-            if (ledger !== undefined) process.stdout.write(`ledger checksum ${ledger}\n`);
+            if (state !== undefined) process.stdout.write(`${projection.name} checksum ${state}\n`);
           }
         } finally {
           await pool.end();

@@ -3,6 +3,8 @@ import { Command } from "commander";
 import { createKafka } from "../../kafka/client.js";
 import { KafkaAdmin } from "../../kafka/admin.js";
 import { produceRecords } from "../../kafka/producer.js";
+import { readGithubEventFile } from "../../projections/github/eventFile.js";
+import { githubStream } from "../../projections/github/stream.js";
 import { generateLedgerStream } from "../../projections/ledger/generate.js";
 import {
   action,
@@ -18,6 +20,15 @@ import {
 interface ProduceLedgerFlags extends ConnectionFlags {
   topic: string;
   count: string;
+  duplicateRate?: string;
+  seed?: string;
+  partitions?: string;
+  json?: boolean;
+}
+
+interface ProduceGithubFlags extends ConnectionFlags {
+  topic: string;
+  file: string;
   duplicateRate?: string;
   seed?: string;
   partitions?: string;
@@ -72,6 +83,70 @@ export function produceCommand(): Command {
             process.stdout.write(
               `produced ${summary.records} records to ${summary.topic}: ${summary.events} events, ${summary.duplicates} re-sent duplicates\nexpected ledger checksum ${summary.checksum}\n`,
             );
+        }),
+      ),
+  );
+  produce.addCommand(
+    withConnectionOptions(new Command("github"))
+      .description(
+        "produce a GH Archive JSON Lines file (one GitHub event per line) as it is: key = repo, value = the line's bytes, in file order; re-sends a fraction of the events (same id) at new offsets, and prints the totals and checksum the github tables must have",
+      )
+      .requiredOption("--topic <topic>", "topic to produce to")
+      .requiredOption(
+        "--file <path>",
+        "JSON Lines file, e.g. data/github-events/2021-07-21-gharchive-800.jsonl",
+      )
+      .option("--duplicate-rate <r>", "fraction of the events sent a second time, 0 <= r < 1", "0")
+      .option("--seed <s>", "seed choosing which events are re-sent and where", "1")
+      .option("--partitions <n>", "partitions when the topic is created", "3")
+      .option("--json", "print the summary as JSON")
+      .action(
+        action(async (flags: ProduceGithubFlags) => {
+          const config = configFrom(flags);
+          const log = cliLogger(config);
+          const duplicateRate = rateFlag("--duplicate-rate", flags.duplicateRate);
+          const seed = intFlag("--seed", flags.seed, 0, 2 ** 32 - 1, 1);
+          const partitions = intFlag("--partitions", flags.partitions, 1, 10_000, 3);
+          const stream = githubStream(await readGithubEventFile(flags.file), { duplicateRate, seed });
+          const kafka = createKafka({
+            brokers: config.kafka.brokers,
+            clientId: `${config.kafka.clientId}-produce`,
+            log,
+          });
+          const admin = await KafkaAdmin.connect(kafka);
+          try {
+            await admin.createTopic(flags.topic, partitions);
+          } finally {
+            await admin.close();
+          }
+          await produceRecords(kafka, flags.topic, stream.records);
+          const summary = {
+            topic: flags.topic,
+            file: flags.file,
+            records: stream.records.length,
+            events: stream.events,
+            duplicates: stream.duplicates,
+            expected: stream.totals,
+            checksum: stream.checksum,
+          };
+          if (flags.json) {
+            printJson(summary);
+            return;
+          }
+          const t = stream.totals;
+          const types = Object.entries(t.eventTypes)
+            .sort(([, a], [, b]) => b - a)
+            .map(([type, n]) => `${type} ${n}`)
+            .join(", ");
+          process.stdout.write(
+            [
+              `produced ${summary.records} records to ${summary.topic}: ${summary.events} events, ${summary.duplicates} re-sent duplicates`,
+              `expected github.github_repo_activity: ${t.repoActivityRows} rows, ${t.events} events over ${t.repos} repos (${types})`,
+              `expected github.github_actor_pushes: ${t.actors} rows, ${t.pushes} pushes, ${t.commits} commits`,
+              `expected github checksum ${summary.checksum}`,
+              "",
+            ].join("\n"),
+          );
         }),
       ),
   );
