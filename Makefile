@@ -45,7 +45,7 @@ test-int: up ## integration tests against real Kafka and PostgreSQL
 test: lint typecheck test-unit test-int ## lint, typecheck, unit and integration tests (starts the stack)
 
 demo: up ## the end-to-end demo on real input (see README)
-	@scripts/demo.sh
+	@node --import tsx scripts/demo.ts
 
 bench: up ## benchmarks (not part of make test)
 	npx tsx bench/run.ts $(BENCH_ARGS)
