@@ -64,6 +64,8 @@ export class GroupConsumer {
   private started: Promise<void> | undefined;
   private stopped: Promise<void> | undefined;
   private joined = false;
+  /** Set by stop(): a crash from now on (e.g. the closed connection of a JoinGroup in flight) is the stop itself. */
+  private stopRequested = false;
 
   constructor(private readonly options: GroupConsumerOptions) {
     this.consumer = options.kafka.consumer({
@@ -73,7 +75,14 @@ export class GroupConsumer {
       heartbeatInterval: options.heartbeatIntervalMs,
       maxBytesPerPartition: options.maxBytesPerPartition,
       allowAutoTopicCreation: false,
-      retry: { retries: 10, initialRetryTime: 300, maxRetryTime: 30_000 },
+      retry: {
+        retries: 10,
+        initialRetryTime: 300,
+        maxRetryTime: 30_000,
+        // KafkaJS restarts a crashed consumer even after disconnect() when the crash was the
+        // disconnect closing a request in flight (a SIGTERM while joining the group): never then.
+        restartOnFailure: () => Promise.resolve(!this.stopRequested),
+      },
     });
     const { GROUP_JOIN, CRASH, STOP } = this.consumer.events;
     this.consumer.on(GROUP_JOIN, (event) => {
@@ -94,6 +103,10 @@ export class GroupConsumer {
     this.consumer.on(CRASH, (event) => {
       this.joined = false;
       options.onUnassigned?.();
+      if (this.stopRequested) {
+        options.log.info({ err: event.payload.error }, "consumer request interrupted by the stop");
+        return;
+      }
       options.log.error({ err: event.payload.error, restart: event.payload.restart }, "consumer crashed");
       if (!event.payload.restart) options.onCrash?.(event.payload.error);
     });
@@ -121,6 +134,7 @@ export class GroupConsumer {
 
   /** Stops fetching, waits for in-flight batches to finish, leaves the group and disconnects. */
   stop(): Promise<void> {
+    this.stopRequested = true;
     this.stopped ??= this.consumer.disconnect();
     return this.stopped;
   }
