@@ -13,12 +13,13 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
-import { createWriteStream, mkdirSync, readFileSync } from "node:fs";
+import { createWriteStream, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
 import { count } from "drizzle-orm";
+import { redactUrl } from "../src/config.js";
 import { createPool, drizzleOf } from "../src/db/pool.js";
 import { errorMessage } from "../src/errors.js";
 import { deadLetters } from "../src/db/schema.js";
@@ -648,6 +649,8 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) {
   });
 }
 
+// Logs of earlier runs go; this run's stay until the next one.
+rmSync(dirname(logDir), { recursive: true, force: true });
 mkdirSync(logDir, { recursive: true });
 let failure: unknown;
 try {
@@ -662,14 +665,19 @@ try {
   await cleaning;
 }
 
-process.stdout.write("\nChecks\n");
+if (checks.length > 0) process.stdout.write("\nChecks\n");
 for (const c of checks) process.stdout.write(`  ${c.ok ? "ok  " : "FAIL"}  ${c.text}\n`);
 const failed = checks.filter((c) => !c.ok);
 const seconds = ((Date.now() - started) / 1000).toFixed(1);
 if (failure !== undefined) {
   process.stdout.write(`\ndemo FAILED after ${seconds} s: ${errorMessage(failure)}\n`);
-  if (!(failure instanceof DemoFailure) && failure instanceof Error)
+  if (/ECONNREFUSED|Connection error|connect/i.test(errorMessage(failure))) {
+    process.stdout.write(
+      `  Kafka at ${brokers.join(",")} and PostgreSQL at ${redactUrl(serverUrl)} must answer: \`make demo\` starts them (\`make up\`).\n`,
+    );
+  } else if (failure instanceof TypeError || failure instanceof ReferenceError) {
     process.stderr.write(`${failure.stack}\n`);
+  }
   process.exit(1);
 }
 if (failed.length > 0) {
@@ -680,5 +688,5 @@ if (failed.length > 0) {
 }
 process.stdout.write(
   `\ndemo passed: ${checks.length} checks in ${seconds} s. The tables stay in database ${DEMO_DATABASE}; try\n` +
-    `  ./bin/replayable.js checksum --projection github --database-url ${demoUrl}\n`,
+    `  ./bin/replayable.js checksum --projection github --database-url ${redactUrl(demoUrl)}\n`,
 );
