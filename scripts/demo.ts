@@ -645,7 +645,7 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) {
   process.once(signal, () => {
     process.stderr.write(`\ndemo: ${signal}: stopping the processes it started\n`);
     cleaning ??= cleanUp();
-    void cleaning.finally(() => process.exit(130));
+    void cleaning.finally(() => process.exit(signal === "SIGINT" ? 130 : 143));
   });
 }
 
