@@ -396,9 +396,15 @@ function printMembers(members: readonly Member[], counts: readonly MemberCounts[
   ]);
 }
 
+/** What `replayable checksum --output json` prints. */
+interface Checksums {
+  tables: { table: string; rows: string; md5: string }[];
+  stateChecksum: string;
+}
+
 /** `replayable checksum --output json` of each projection: table checksums and the state checksum. */
-async function checksums(): Promise<Map<string, { tables: unknown; stateChecksum: string }>> {
-  const out = new Map<string, { tables: unknown; stateChecksum: string }>();
+async function checksums(): Promise<Map<string, Checksums>> {
+  const out = new Map<string, Checksums>();
   await Promise.all(
     streams.map(async (s) => {
       const json = await cli([
@@ -410,7 +416,7 @@ async function checksums(): Promise<Map<string, { tables: unknown; stateChecksum
         "--database-url",
         demoUrl,
       ]);
-      out.set(s.projection, JSON.parse(json) as { tables: unknown; stateChecksum: string });
+      out.set(s.projection, JSON.parse(json) as Checksums);
     }),
   );
   return out;
@@ -594,6 +600,18 @@ async function demo(admin: KafkaAdmin): Promise<void> {
   process.stdout.write("\nMembers of the second run, from /metrics\n");
   printMembers(members, counts);
   const after = await checksums();
+  process.stdout.write(
+    "\nDerived tables before and after the replay (`replayable checksum --output json`)\n",
+  );
+  table([
+    ["table", "rows before", "rows after", "md5 before", "md5 after"],
+    ...streams.flatMap((s) =>
+      before.get(s.projection)!.tables.map((t, i) => {
+        const a = after.get(s.projection)!.tables[i];
+        return [t.table, Number(t.rows), Number(a?.rows ?? NaN), t.md5, a?.md5 ?? "-"];
+      }),
+    ),
+  ]);
   for (const s of streams) {
     const c = counts.filter((_, i) => members[i]!.stream === s);
     const r1 = run1.get(s)!;
