@@ -302,23 +302,30 @@ async function caughtUp(admin: KafkaAdmin, s: Stream): Promise<boolean> {
   });
 }
 
+/** What `replayable replay --output json` prints (the fields the demo reads). */
+interface ReplayResult {
+  outcome: string;
+  totals: { duplicates: string; firstApplies: string; skipped: string };
+}
+
 /**
- * Resets the group's committed offsets to the earliest (the log start offset) of every partition.
- * KafkaJS's setOffsets joins the group for a moment to commit, so this takes a few seconds.
- * TODO(replay): once `replayable replay` (issue #4) is on main, use it here instead:
- * `cli(["replay", "--group", s.group, "--topic", s.topic, "--to-earliest", "--execute"])`.
+ * Resets the group's committed offsets to the earliest offset of every partition of its topic with
+ * `replayable replay --to-earliest --execute` (refused while the group has members), and returns
+ * what replay predicts from the projection's checkpoints.
  */
-async function resetToEarliest(admin: KafkaAdmin, s: Stream): Promise<void> {
-  const group = await admin.describeGroup(s.group);
-  if (group.members.length > 0) {
-    throw new DemoFailure(`group ${s.group} still has ${group.members.length} members; cannot reset it`);
-  }
-  const offsets = await admin.topicOffsets(s.topic);
-  await admin.setOffsets(
-    s.group,
-    s.topic,
-    offsets.map((p) => ({ partition: p.partition, offset: p.logStartOffset })),
-  );
+async function resetToEarliest(s: Stream): Promise<ReplayResult> {
+  const args = ["--group", s.group, "--topic", s.topic, "--projection", s.projection];
+  const json = await cli([
+    "replay",
+    ...args,
+    "--to-earliest",
+    "--execute",
+    "--output",
+    "json",
+    "--database-url",
+    demoUrl,
+  ]);
+  return JSON.parse(json) as ReplayResult;
 }
 
 async function recreateDatabase(): Promise<void> {
@@ -571,11 +578,21 @@ async function demo(admin: KafkaAdmin): Promise<void> {
     );
   }
   step("both groups are empty");
-  await Promise.all(streams.map((s) => resetToEarliest(admin, s)));
+  const replays = await Promise.all(streams.map((s) => resetToEarliest(s)));
   const reread = new Map<Stream, number>();
-  for (const s of streams) reread.set(s, await recordsIn(admin, s.topic));
+  for (const [i, s] of streams.entries()) {
+    const r = replays[i]!;
+    reread.set(s, await recordsIn(admin, s.topic));
+    check(
+      r.outcome === "executed" &&
+        Number(r.totals.duplicates) === reread.get(s) &&
+        r.totals.firstApplies === "0" &&
+        r.totals.skipped === "0",
+      `${s.projection}: replay --to-earliest executed, predicting ${r.totals.duplicates} duplicates (${reread.get(s)} records in the topic), ${r.totals.firstApplies} first applies, ${r.totals.skipped} skipped`,
+    );
+  }
   step(
-    `reset both groups' committed offsets to the earliest: ${streams.map((s) => `${reread.get(s)} ${s.projection} records`).join(" and ")} to re-read`,
+    `\`replayable replay --to-earliest --execute\` reset both groups: ${streams.map((s) => `${reread.get(s)} ${s.projection} records`).join(" and ")} to re-read`,
   );
   members = startMembers(2);
   for (const s of streams)
