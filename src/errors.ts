@@ -72,24 +72,6 @@ export function errorMessage(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
-/**
- * The message to store with a dead letter: the database's own message when a driver error is
- * wrapped (drizzle-orm's "Failed query: … params: …" would copy the record's data into it), with
- * its SQLSTATE, and without NUL characters (PostgreSQL text cannot hold them).
- */
-export function recordErrorMessage(error: unknown): string {
-  let withState: unknown = undefined;
-  for (let e: unknown = error, depth = 0; typeof e === "object" && e !== null && depth < 5; depth++) {
-    if (sqlState(e) !== undefined && typeof (e as { code?: unknown }).code === "string") withState = e;
-    e = (e as { cause?: unknown }).cause;
-  }
-  const message =
-    withState === undefined
-      ? errorMessage(error)
-      : `${errorMessage(withState)} (SQLSTATE ${sqlState(withState)})`;
-  return message.replaceAll("\u0000", "\\0");
-}
-
 /** How a PostgreSQL failure is handled: retry the whole transaction, or dead-letter the record. */
 export type PgFailureKind = "transient" | "permanent" | "fault";
 
@@ -98,15 +80,16 @@ export type RetryReason = "serialization_failure" | "deadlock" | "connection" | 
 
 /**
  * Classifies a PostgreSQL (or node-postgres) error by SQLSTATE, after
- * PostgreSQL's "Appendix A. PostgreSQL Error Codes":
+ * PostgreSQL's "Appendix A. PostgreSQL Error Codes". The error may be wrapped (drizzle-orm's
+ * `DrizzleQueryError` keeps the node-postgres error as `cause`): the cause chain is searched.
  * - transient (abort the transaction and retry it): `40001` serialization_failure,
  *   `40P01` deadlock_detected, class `08` connection exception, `57P01`..`57P03`
  *   admin shutdown / cannot connect now, class `53` insufficient resources, and
  *   socket errors (ECONNRESET, ECONNREFUSED, a pool timeout) without a SQLSTATE;
  * - permanent (the record's data is the problem: dead-letter it): class `22` data
  *   exception and class `23` integrity constraint violation;
- * - fault: anything else (a bug or a schema problem); treated like transient by
- *   the engine, so a fix and a restart resume without losing the record.
+ * - fault: anything else (a bug or a schema problem); retried like transient by
+ *   the engine (never dead-lettered), so a fix and a restart resume without losing the record.
  */
 export function classifyPgError(error: unknown): { kind: PgFailureKind; reason: RetryReason } {
   const code = sqlState(error);
@@ -116,21 +99,62 @@ export function classifyPgError(error: unknown): { kind: PgFailureKind; reason: 
     return { kind: "transient", reason: "connection" };
   if (code?.startsWith("53")) return { kind: "transient", reason: "unavailable" };
   if (code?.startsWith("22") || code?.startsWith("23")) return { kind: "permanent", reason: "other" };
-  if (code === undefined && isConnectionError(error)) return { kind: "transient", reason: "connection" };
+  if (code === undefined && causes(error).some(isConnectionError))
+    return { kind: "transient", reason: "connection" };
   return { kind: "fault", reason: "other" };
 }
 
-/**
- * The SQLSTATE of a node-postgres error, if it has one. Follows the `cause` chain, since
- * drizzle-orm wraps driver errors (DrizzleQueryError) with the pg error as `cause`.
- */
+/** The SQLSTATE of a node-postgres error (or of the first error in its `cause` chain that has one). */
 export function sqlState(error: unknown): string | undefined {
-  for (let e: unknown = error, depth = 0; typeof e === "object" && e !== null && depth < 5; depth++) {
-    const code = (e as { code?: unknown }).code;
-    if (typeof code === "string" && /^[0-9A-Z]{5}$/.test(code)) return code;
-    e = (e as { cause?: unknown }).cause;
+  for (const e of causes(error)) {
+    const code = ownSqlState(e);
+    if (code !== undefined) return code;
   }
   return undefined;
+}
+
+function ownSqlState(error: object): string | undefined {
+  const code = (error as { code?: unknown }).code;
+  // SQLSTATE classes are two digits, or F0, HV, P0, XX; "EPIPE" is an errno, not a SQLSTATE.
+  return typeof code === "string" && /^(?:[0-9]{2}|F0|HV|P0|XX)[0-9A-Z]{3}$/.test(code) ? code : undefined;
+}
+
+/** Longest error message stored with a dead letter, in characters. */
+export const MAX_DEAD_LETTER_MESSAGE_LENGTH = 2000;
+
+/**
+ * The message stored with a dead letter: for a PostgreSQL error, its own message, SQLSTATE and
+ * constraint (not a wrapper's SQL text and parameters); NUL characters shown as `\0` (a
+ * PostgreSQL `text` value cannot hold U+0000, and V8's JSON.parse messages echo the input);
+ * at most {@link MAX_DEAD_LETTER_MESSAGE_LENGTH} characters.
+ */
+export function deadLetterMessage(error: unknown): string {
+  const pgError = causes(error).find((e) => ownSqlState(e) !== undefined);
+  let message: string;
+  if (pgError !== undefined) {
+    const constraint = (pgError as { constraint?: unknown }).constraint;
+    const details = [`SQLSTATE ${ownSqlState(pgError)}`];
+    if (typeof constraint === "string") details.push(`constraint ${constraint}`);
+    message = `${errorMessage(pgError)} (${details.join(", ")})`;
+  } else message = errorMessage(error);
+  message = message.replaceAll("\u0000", "\\0");
+  return message.length > MAX_DEAD_LETTER_MESSAGE_LENGTH
+    ? `${message.slice(0, MAX_DEAD_LETTER_MESSAGE_LENGTH - 1)}…`
+    : message;
+}
+
+/** The name main's code and tests use for {@link deadLetterMessage}. */
+export const recordErrorMessage = deadLetterMessage;
+
+/** `error` and its `cause` chain (at most 10 deep), objects only. */
+function causes(error: unknown): object[] {
+  const chain: object[] = [];
+  let current: unknown = error;
+  while (typeof current === "object" && current !== null && chain.length < 10 && !chain.includes(current)) {
+    chain.push(current);
+    current = (current as { cause?: unknown }).cause;
+  }
+  return chain;
 }
 
 const CONNECTION_ERRNOS = new Set([
@@ -142,14 +166,11 @@ const CONNECTION_ERRNOS = new Set([
   "EAI_AGAIN",
 ]);
 
-function isConnectionError(error: unknown): boolean {
-  if (typeof error !== "object" || error === null) return false;
+function isConnectionError(error: object): boolean {
   const code = (error as { code?: unknown }).code;
   if (typeof code === "string" && CONNECTION_ERRNOS.has(code)) return true;
-  const cause = (error as { cause?: unknown }).cause;
-  if (cause !== undefined && cause !== error && isConnectionError(cause)) return true;
   const message = errorMessage(error);
-  return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|terminating connection/i.test(
+  return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|terminating connection|Client was closed and is not queryable/i.test(
     message,
   );
 }
