@@ -9,22 +9,34 @@ import { ReplayableError } from "./errors.js";
 import { registerEnvSecrets, registerUrlSecret } from "./secrets.js";
 
 const HOST_PORT = /^[^\s:,]+:\d{1,5}$/;
+const TOPIC = /^[a-zA-Z0-9._-]{1,249}$/;
+const notBlank = { message: "must not be blank" };
 
-const intFrom = (min: number, max: number, unit: string) =>
-  z
+/** A whole number in [min, max]; `unit` (ms, bytes, ...) is named in the messages, "" for none. */
+const intFrom = (min: number, max: number, unit: string) => {
+  const of = unit === "" ? "" : ` of ${unit}`;
+  const suffix = unit === "" ? "" : ` ${unit}`;
+  return z
     .string()
     .trim()
-    .regex(/^\d+$/, { message: `must be a whole number of ${unit} from ${min} to ${max}` })
+    .regex(/^\d+$/, { message: `must be a whole number${of} from ${min} to ${max}` })
     .transform(Number)
     .pipe(
       z
         .number()
         .int()
-        .min(min, { message: `must be at least ${min} ${unit}` })
-        .max(max, { message: `must be at most ${max} ${unit}` }),
+        .min(min, { message: `must be at least ${min}${suffix}` })
+        .max(max, { message: `must be at most ${max}${suffix}` }),
     );
+};
 
 const NAME = /^[a-z][a-z0-9_]{0,62}$/;
+const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
+
+function validPort(text: string): boolean {
+  const port = Number(text);
+  return Number.isInteger(port) && port >= 1 && port <= 65535;
+}
 
 /** Each environment variable, its default, and what it accepts. The README's "Configuration" table mirrors this. */
 const schema = z.object({
@@ -34,15 +46,27 @@ const schema = z.object({
     .transform((s) => s.split(",").map((b) => b.trim()))
     .pipe(
       z
-        .array(z.string().regex(HOST_PORT, { message: "each broker must be host:port, e.g. 127.0.0.1:9092" }))
+        .array(
+          z
+            .string()
+            .regex(HOST_PORT, { message: "each broker must be host:port, e.g. 127.0.0.1:9092" })
+            .refine((b) => validPort(b.slice(b.lastIndexOf(":") + 1)), {
+              message: "each broker's port must be from 1 to 65535",
+            }),
+        )
         .min(1),
     ),
-  KAFKA_CLIENT_ID: z.string().min(1).default("replayable"),
+  KAFKA_CLIENT_ID: z.string().trim().min(1, notBlank).default("replayable"),
   DATABASE_URL: z
     .string()
     .default("postgres://postgres@127.0.0.1:5432/test")
     .refine((s) => /^postgres(ql)?:\/\//.test(s), {
       message: "must be a postgres:// or postgresql:// URL, e.g. postgres://user@127.0.0.1:5432/db",
+      abort: true,
+    })
+    .refine((s) => URL.canParse(s), {
+      message:
+        "is not a valid URL; e.g. postgres://user:password@127.0.0.1:5432/db (percent-encode special characters)",
     }),
   REPLAYABLE_PROJECTION: z
     .string()
@@ -59,12 +83,15 @@ const schema = z.object({
     )
     .pipe(
       z.array(
-        z.string().regex(/^[a-zA-Z0-9._-]{1,249}$/, {
+        z.string().regex(TOPIC, {
           message: "each topic name is 1-249 of a-z A-Z 0-9 . _ - (Kafka's legal topic characters)",
         }),
       ),
     ),
-  REPLAYABLE_GROUP_ID: z.string().default(""),
+  REPLAYABLE_GROUP_ID: z
+    .string()
+    .default("")
+    .refine((s) => s === "" || s.trim().length > 0, notBlank),
   REPLAYABLE_PARTITIONS_CONCURRENTLY: intFrom(1, 1000, "partitions").default(3),
   REPLAYABLE_MAX_BATCH_RECORDS: intFrom(1, 100_000, "records").default(500),
   REPLAYABLE_MAX_BATCH_BYTES: intFrom(1024, 1_073_741_824, "bytes").default(1_048_576),
@@ -76,11 +103,22 @@ const schema = z.object({
   REPLAYABLE_RETRY_MAX_MS: intFrom(1, 3_600_000, "ms").default(30_000),
   REPLAYABLE_DB_POOL_SIZE: intFrom(1, 1000, "connections").default(10),
   REPLAYABLE_METRICS_HOST: z.string().min(1).default("127.0.0.1"),
-  REPLAYABLE_METRICS_PORT: intFrom(0, 65535, "port").default(9464),
+  REPLAYABLE_METRICS_PORT: intFrom(0, 65535, "").default(9464),
   REPLAYABLE_PROGRESS_INTERVAL_MS: intFrom(0, 3_600_000, "ms").default(10_000),
   REPLAYABLE_LAG_REFRESH_MS: intFrom(100, 3_600_000, "ms").default(5000),
-  LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  REPLAYABLE_DLQ_TOPIC: z
+    .string()
+    .regex(TOPIC, {
+      message: "must be a topic name: 1-249 of a-z A-Z 0-9 . _ - (Kafka's legal topic characters)",
+    })
+    .optional(),
+  LOG_LEVEL: z
+    .enum(LOG_LEVELS, { message: `must be one of ${LOG_LEVELS.map((l) => `"${l}"`).join(", ")}` })
+    .default("info"),
 });
+
+/** Variables named REPLAYABLE_* that are read outside this file (not settings of the service). */
+const OTHER_VARIABLES = new Set(["REPLAYABLE_FAILPOINTS"]);
 
 /** The parsed, frozen configuration. Units are in the names (ms, bytes). */
 export interface Config {
@@ -107,6 +145,8 @@ export interface Config {
   /** How often the lag, checkpoint and commit-gap gauges are refreshed from Kafka and PostgreSQL, ms. */
   readonly lagRefreshMs: number;
   readonly logLevel: string;
+  /** Topic that dead letters are also published to after COMMIT; undefined when not configured. */
+  readonly dlqTopic: string | undefined;
 }
 
 /** The environment variable names {@link loadConfig} reads. */
@@ -124,30 +164,46 @@ export function loadConfig(
   overrides: Partial<Record<ConfigVariable, string | undefined>> = {},
 ): Config {
   const input: Record<string, string> = {};
+  const fromFlag = new Set<string>();
   for (const key of Object.keys(schema.shape)) {
-    const value = overrides[key as ConfigVariable] ?? env[key];
+    const flag = overrides[key as ConfigVariable];
+    const value = flag ?? env[key];
     if (value !== undefined && value !== "") input[key] = value;
+    if (flag !== undefined && flag !== "") fromFlag.add(key);
   }
   registerEnvSecrets(env);
   if (input.DATABASE_URL !== undefined) registerUrlSecret(input.DATABASE_URL);
-  const parsed = schema.safeParse(input);
-  if (!parsed.success) {
-    const problems = parsed.error.issues.map((issue) => {
-      const variable = String(issue.path[0] ?? "config");
-      const given = input[variable];
-      return `  ${variable}${given === undefined ? "" : `=${redact(variable, given)}`}: ${issue.message}`;
-    });
-    throw new ReplayableError("CONFIG_INVALID", `invalid configuration:\n${problems.join("\n")}`, {
-      context: { variables: parsed.error.issues.map((i) => String(i.path[0])) },
+  const problems: { variable: string; message: string }[] = [];
+  for (const name of Object.keys(env).sort()) {
+    if (!name.startsWith("REPLAYABLE_") || name in schema.shape || OTHER_VARIABLES.has(name)) continue;
+    const suggestion = closest(name, Object.keys(schema.shape));
+    problems.push({
+      variable: name,
+      message: suggestion
+        ? `is not a setting; did you mean ${suggestion}?`
+        : `is not a setting (the settings are listed under "Configuration" in README.md)`,
     });
   }
-  const c = parsed.data;
-  if (c.REPLAYABLE_HEARTBEAT_INTERVAL_MS * 3 > c.REPLAYABLE_SESSION_TIMEOUT_MS) {
-    throw new ReplayableError(
-      "CONFIG_INVALID",
-      `invalid configuration:\n  REPLAYABLE_HEARTBEAT_INTERVAL_MS=${c.REPLAYABLE_HEARTBEAT_INTERVAL_MS}: must be at most a third of REPLAYABLE_SESSION_TIMEOUT_MS (${c.REPLAYABLE_SESSION_TIMEOUT_MS}), as Kafka's heartbeat.interval.ms docs advise`,
-    );
+  // Each variable on its own, then the rules between those that are valid: every problem at once.
+  const values: Record<string, unknown> = {};
+  for (const [key, field] of Object.entries(schema.shape)) {
+    const result = field.safeParse(input[key]);
+    if (result.success) values[key] = result.data;
+    else for (const issue of result.error.issues) problems.push({ variable: key, message: issue.message });
   }
+  problems.push(...crossChecks(values as Partial<z.output<typeof schema>>));
+  if (problems.length > 0) {
+    const lines = problems.map(({ variable, message }) => {
+      const given = input[variable] ?? env[variable];
+      const source = fromFlag.has(variable) ? " (from a command-line flag)" : "";
+      return `  ${variable}${given === undefined ? "" : `=${redact(variable, given)}`}${source}: ${message}`;
+    });
+    throw new ReplayableError("CONFIG_INVALID", `invalid configuration:\n${lines.join("\n")}`, {
+      context: { variables: problems.map((p) => p.variable) },
+    });
+  }
+  const parsed = schema.parse(input);
+  const c = parsed;
   return Object.freeze({
     kafka: Object.freeze({ brokers: Object.freeze(c.KAFKA_BROKERS), clientId: c.KAFKA_CLIENT_ID }),
     databaseUrl: c.DATABASE_URL,
@@ -168,7 +224,65 @@ export function loadConfig(
     progressIntervalMs: c.REPLAYABLE_PROGRESS_INTERVAL_MS,
     lagRefreshMs: c.REPLAYABLE_LAG_REFRESH_MS,
     logLevel: c.LOG_LEVEL,
+    dlqTopic: c.REPLAYABLE_DLQ_TOPIC,
   });
+}
+
+/** Rules between settings, checked once each one is valid on its own. */
+function crossChecks(c: Partial<z.output<typeof schema>>): { variable: string; message: string }[] {
+  const problems: { variable: string; message: string }[] = [];
+  const both = <A, B>(a: A | undefined, b: B | undefined): [A, B] | undefined =>
+    a === undefined || b === undefined ? undefined : [a, b];
+  const heartbeat = both(c.REPLAYABLE_HEARTBEAT_INTERVAL_MS, c.REPLAYABLE_SESSION_TIMEOUT_MS);
+  if (heartbeat && heartbeat[0] * 3 > heartbeat[1]) {
+    problems.push({
+      variable: "REPLAYABLE_HEARTBEAT_INTERVAL_MS",
+      message: `must be at most a third of REPLAYABLE_SESSION_TIMEOUT_MS (${c.REPLAYABLE_SESSION_TIMEOUT_MS}), as Kafka's heartbeat.interval.ms docs advise`,
+    });
+  }
+  const retry = both(c.REPLAYABLE_RETRY_INITIAL_MS, c.REPLAYABLE_RETRY_MAX_MS);
+  if (retry && retry[0] > retry[1]) {
+    problems.push({
+      variable: "REPLAYABLE_RETRY_INITIAL_MS",
+      message: `must be at most REPLAYABLE_RETRY_MAX_MS (${c.REPLAYABLE_RETRY_MAX_MS})`,
+    });
+  }
+  const dlq = both(c.REPLAYABLE_DLQ_TOPIC, c.REPLAYABLE_TOPICS);
+  if (dlq && dlq[1].includes(dlq[0])) {
+    problems.push({
+      variable: "REPLAYABLE_DLQ_TOPIC",
+      message:
+        "must not be one of the consumed topics (REPLAYABLE_TOPICS): the consumer would read its own dead letters",
+    });
+  }
+  return problems;
+}
+
+/** The candidate nearest to `name` by edit distance, if it is close (a likely typo). */
+function closest(name: string, candidates: readonly string[]): string | undefined {
+  let best: string | undefined;
+  let bestDistance = 4;
+  for (const candidate of candidates) {
+    const d = editDistance(name, candidate);
+    if (d < bestDistance) [best, bestDistance] = [candidate, d];
+  }
+  return best;
+}
+
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      current[j] = Math.min(
+        previous[j]! + 1,
+        current[j - 1]! + 1,
+        previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1),
+      );
+    }
+    previous = current;
+  }
+  return previous[b.length]!;
 }
 
 /**

@@ -2,16 +2,134 @@ import { describe, expect, it } from "vitest";
 import { loadConfig, redactUrl } from "../../src/config.js";
 import { ReplayableError } from "../../src/errors.js";
 
-function problems(env: Record<string, string>): string {
+function problems(env: Record<string, string>, overrides: Record<string, string> = {}): string {
   try {
-    loadConfig(env);
+    loadConfig(env, overrides);
   } catch (error) {
     expect(error).toBeInstanceOf(ReplayableError);
     expect((error as ReplayableError).code).toBe("CONFIG_INVALID");
     return (error as Error).message;
   }
-  throw new Error("expected loadConfig to throw");
+  throw new Error(`expected ${JSON.stringify(env)} to be refused`);
 }
+
+describe("loadConfig refuses each bad setting, naming the variable and what is valid", () => {
+  const cases: [Record<string, string>, string][] = [
+    [
+      { KAFKA_BROKERS: "localhost" },
+      "KAFKA_BROKERS=localhost: each broker must be host:port, e.g. 127.0.0.1:9092",
+    ],
+    [{ KAFKA_BROKERS: "a:1,,b:2" }, "KAFKA_BROKERS=a:1,,b:2: each broker must be host:port"],
+    [
+      { KAFKA_BROKERS: "127.0.0.1:99999" },
+      "KAFKA_BROKERS=127.0.0.1:99999: each broker's port must be from 1 to 65535",
+    ],
+    [{ KAFKA_CLIENT_ID: "   " }, "KAFKA_CLIENT_ID=   : must not be blank"],
+    [
+      { DATABASE_URL: "mysql://u@h/db" },
+      "DATABASE_URL=mysql://u@h/db: must be a postgres:// or postgresql:// URL",
+    ],
+    [
+      { DATABASE_URL: "postgres://u:secret@bad host/db" },
+      "DATABASE_URL=postgres://u:***@bad host/db: is not a valid URL",
+    ],
+    [
+      { REPLAYABLE_PROJECTION: "Ledger" },
+      "REPLAYABLE_PROJECTION=Ledger: must be a projection name: lower case letters, digits, _",
+    ],
+    [
+      { REPLAYABLE_TOPICS: "ok,bad topic" },
+      "REPLAYABLE_TOPICS=ok,bad topic: each topic name is 1-249 of a-z A-Z 0-9 . _ -",
+    ],
+    [{ REPLAYABLE_GROUP_ID: "  " }, "REPLAYABLE_GROUP_ID=  : must not be blank"],
+    [
+      { REPLAYABLE_PARTITIONS_CONCURRENTLY: "0" },
+      "REPLAYABLE_PARTITIONS_CONCURRENTLY=0: must be at least 1 partitions",
+    ],
+    [
+      { REPLAYABLE_MAX_BATCH_RECORDS: "1e3" },
+      "REPLAYABLE_MAX_BATCH_RECORDS=1e3: must be a whole number of records from 1 to 100000",
+    ],
+    [{ REPLAYABLE_MAX_BATCH_BYTES: "100" }, "REPLAYABLE_MAX_BATCH_BYTES=100: must be at least 1024 bytes"],
+    [
+      { REPLAYABLE_MAX_RECORD_BYTES: "-5" },
+      "REPLAYABLE_MAX_RECORD_BYTES=-5: must be a whole number of bytes from 1 to 1073741824",
+    ],
+    [
+      { REPLAYABLE_SESSION_TIMEOUT_MS: "5000" },
+      "REPLAYABLE_SESSION_TIMEOUT_MS=5000: must be at least 6000 ms",
+    ],
+    [
+      { REPLAYABLE_SESSION_TIMEOUT_MS: "6000", REPLAYABLE_HEARTBEAT_INTERVAL_MS: "3000" },
+      "REPLAYABLE_HEARTBEAT_INTERVAL_MS=3000: must be at most a third of REPLAYABLE_SESSION_TIMEOUT_MS (6000)",
+    ],
+    [
+      { REPLAYABLE_SHUTDOWN_TIMEOUT_MS: "soon" },
+      "REPLAYABLE_SHUTDOWN_TIMEOUT_MS=soon: must be a whole number of ms",
+    ],
+    [
+      { REPLAYABLE_RETRY_INITIAL_MS: "5000", REPLAYABLE_RETRY_MAX_MS: "1000" },
+      "REPLAYABLE_RETRY_INITIAL_MS=5000: must be at most REPLAYABLE_RETRY_MAX_MS (1000)",
+    ],
+    [{ REPLAYABLE_DB_POOL_SIZE: "0" }, "REPLAYABLE_DB_POOL_SIZE=0: must be at least 1 connections"],
+    [{ REPLAYABLE_METRICS_PORT: "70000" }, "REPLAYABLE_METRICS_PORT=70000: must be at most 65535"],
+    [
+      { LOG_LEVEL: "loud" },
+      'LOG_LEVEL=loud: must be one of "fatal", "error", "warn", "info", "debug", "trace", "silent"',
+    ],
+    [
+      { REPLAYABLE_DLQ_TOPIC: "dead letters" },
+      "REPLAYABLE_DLQ_TOPIC=dead letters: must be a topic name: 1-249 of a-z A-Z 0-9 . _ -",
+    ],
+    [
+      { REPLAYABLE_TOPICS: "ledger-events", REPLAYABLE_DLQ_TOPIC: "ledger-events" },
+      "REPLAYABLE_DLQ_TOPIC=ledger-events: must not be one of the consumed topics (REPLAYABLE_TOPICS)",
+    ],
+    [
+      { REPLAYABLE_MAX_BATCH_RECORD: "5" },
+      "REPLAYABLE_MAX_BATCH_RECORD=5: is not a setting; did you mean REPLAYABLE_MAX_BATCH_RECORDS?",
+    ],
+    [
+      { REPLAYABLE_VERBOSE: "1" },
+      'REPLAYABLE_VERBOSE=1: is not a setting (the settings are listed under "Configuration" in README.md)',
+    ],
+  ];
+  it.each(cases)("%j", (env, message) => {
+    expect(problems(env)).toContain(`\n  ${message}`);
+  });
+
+  it("reports every problem at once, one line each", () => {
+    const message = problems({
+      LOG_LEVEL: "loud",
+      REPLAYABLE_SESSION_TIMEOUT_MS: "6000",
+      REPLAYABLE_HEARTBEAT_INTERVAL_MS: "3000",
+      REPLAYABLE_METRICS_PORT: "x",
+    });
+    expect(message.split("\n")).toEqual([
+      "invalid configuration:",
+      "  REPLAYABLE_METRICS_PORT=x: must be a whole number from 0 to 65535",
+      '  LOG_LEVEL=loud: must be one of "fatal", "error", "warn", "info", "debug", "trace", "silent"',
+      expect.stringContaining("REPLAYABLE_HEARTBEAT_INTERVAL_MS=3000: must be at most a third"),
+    ]);
+  });
+
+  it("says when the bad value came from a command-line flag", () => {
+    expect(problems({}, { REPLAYABLE_METRICS_PORT: "70000" })).toContain(
+      "REPLAYABLE_METRICS_PORT=70000 (from a command-line flag): must be at most 65535",
+    );
+  });
+
+  it("accepts the defaults, an empty value as unset, and REPLAYABLE_FAILPOINTS", () => {
+    const config = loadConfig({ REPLAYABLE_GROUP_ID: "", REPLAYABLE_FAILPOINTS: "in-apply=sleep:1@1" });
+    expect(config.groupId).toBe("ledger");
+    expect(config.dlqTopic).toBeUndefined();
+    expect(Object.isFrozen(config)).toBe(true);
+  });
+
+  it("reads REPLAYABLE_DLQ_TOPIC", () => {
+    expect(loadConfig({ REPLAYABLE_DLQ_TOPIC: "ledger-events.dlq" }).dlqTopic).toBe("ledger-events.dlq");
+  });
+});
 
 describe("loadConfig", () => {
   it("gives defaults and a frozen object", () => {
