@@ -185,13 +185,13 @@ export function loadConfig(
     });
   }
   // Each variable on its own, then the rules between those that are valid: every problem at once.
-  const values: Record<string, unknown> = {};
+  const values: Partial<z.output<typeof schema>> = {};
   for (const [key, field] of Object.entries(schema.shape)) {
     const result = field.safeParse(input[key]);
-    if (result.success) values[key] = result.data;
+    if (result.success) (values as Record<string, unknown>)[key] = result.data;
     else for (const issue of result.error.issues) problems.push({ variable: key, message: issue.message });
   }
-  problems.push(...crossChecks(values as Partial<z.output<typeof schema>>));
+  problems.push(...crossChecks(values));
   if (problems.length > 0) {
     const lines = problems.map(({ variable, message }) => {
       const given = input[variable] ?? env[variable];

@@ -7,6 +7,7 @@ import { sql } from "drizzle-orm";
 import {
   bigint,
   bigserial,
+  check,
   customType,
   index,
   integer,
@@ -15,6 +16,7 @@ import {
   primaryKey,
   text,
   timestamp,
+  uniqueIndex,
 } from "drizzle-orm/pg-core";
 
 /** PostgreSQL `bytea` as a Node Buffer: dead letters keep a record's exact bytes. */
@@ -63,7 +65,16 @@ export const processedEvents = replayableSchema.table(
   ],
 );
 
-/** Records that could not be applied, with their exact bytes and the error (DESIGN.md "dead letter"). */
+/** How a dead letter was resolved (`resolution`); NULL while unresolved. */
+export const DEAD_LETTER_RESOLUTIONS = ["applied", "duplicate", "discarded"] as const;
+
+/**
+ * Records that could not be applied, with their exact bytes and the error (DESIGN.md "dead letter").
+ * Written in the transaction that advances the checkpoint past the record. `replayable dead-letters
+ * retry` re-applies one (`attempts` counts every try, `error_*` keep the latest failure) and sets
+ * `resolved_at`/`resolution`; `discard` resolves without applying. At most one unresolved row per
+ * record (projection, topic, partition, offset).
+ */
 export const deadLetters = replayableSchema.table(
   "dead_letters",
   {
@@ -83,10 +94,29 @@ export const deadLetters = replayableSchema.table(
     errorMessage: text("error_message").notNull(),
     attempts: integer("attempts").notNull().default(1),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
+    /** When `retry` last tried the record (NULL: only the consumer has). */
+    lastAttemptAt: timestamp("last_attempt_at", { withTimezone: true }),
+    /** When the record was also published to REPLAYABLE_DLQ_TOPIC (NULL: not configured or failed). */
+    publishedAt: timestamp("published_at", { withTimezone: true }),
     resolvedAt: timestamp("resolved_at", { withTimezone: true }),
+    /** One of {@link DEAD_LETTER_RESOLUTIONS}. */
     resolution: text("resolution"),
+    /** Who resolved it: `user@host` of the CLI. */
+    resolvedBy: text("resolved_by"),
+    /** When `discard --delete-bytes` removed key, value and headers. */
+    bytesDeletedAt: timestamp("bytes_deleted_at", { withTimezone: true }),
   },
-  (t) => [index("dead_letters_source_idx").on(t.projection, t.topic, t.partition, t.offset)],
+  (t) => [
+    index("dead_letters_source_idx").on(t.projection, t.topic, t.partition, t.offset),
+    uniqueIndex("dead_letters_unresolved_source_key")
+      .on(t.projection, t.topic, t.partition, t.offset)
+      .where(sql`${t.resolvedAt} IS NULL`),
+    index("dead_letters_created_at_idx").on(t.projection, t.createdAt),
+    check(
+      "dead_letters_resolution_check",
+      sql`(${t.resolvedAt} IS NULL AND ${t.resolution} IS NULL) OR (${t.resolvedAt} IS NOT NULL AND ${t.resolution} IN ('applied', 'duplicate', 'discarded'))`,
+    ),
+  ],
 );
 
 /** One row per `rebuild`: when, by whom, and which offsets it reset (issue #4). */

@@ -11,7 +11,8 @@ export const MAX_EVENT_ID_LENGTH = 512;
  * The event id of `record` under an `event-id` dedupe key, exactly as sent (never parsed as a
  * number: "0042" and "9007199254740993" stay as they are).
  * @throws PermanentRecordError `EVENT_ID_MISSING` when the header or field is absent, empty,
- *   not a string, not valid UTF-8, or longer than {@link MAX_EVENT_ID_LENGTH}.
+ *   not a string, not valid UTF-8, holds a NUL character (PostgreSQL `text` cannot store U+0000),
+ *   or is longer than {@link MAX_EVENT_ID_LENGTH}.
  */
 export function extractEventId(record: KafkaRecord, key: Exclude<DedupeKey, { kind: "offset" }>): string {
   let id: unknown;
@@ -46,6 +47,12 @@ export function extractEventId(record: KafkaRecord, key: Exclude<DedupeKey, { ki
     throw new PermanentRecordError(
       "EVENT_ID_MISSING",
       `record has no ${where}: every record needs a non-empty event id`,
+    );
+  }
+  if (id.includes("\u0000")) {
+    throw new PermanentRecordError(
+      "EVENT_ID_MISSING",
+      `${where} holds a NUL character, which PostgreSQL text cannot store`,
     );
   }
   if (id.length > MAX_EVENT_ID_LENGTH) {

@@ -1,0 +1,99 @@
+/**
+ * `replayable dead-letters retry`: re-applies one dead letter through the same dedupe-then-effect
+ * path as the consumer ({@link applyRecords}), in a transaction of its own that also resolves the
+ * dead letter, so a record that now succeeds is applied once and marked `applied` together.
+ */
+import type pg from "pg";
+import type { Logger } from "pino";
+import { ReplayableError, type ErrorCode } from "../errors.js";
+import type { Projection } from "../projection.js";
+import { lockDeadLetter } from "../sql/selectDeadLetters.js";
+import { recordDeadLetterAttempt } from "../sql/recordDeadLetterAttempt.js";
+import { resolveDeadLetter } from "../sql/resolveDeadLetter.js";
+import { applyRecords } from "./applyRecords.js";
+
+/** What a retry did; expected outcomes are values, faults are thrown. */
+export type RetryOutcome =
+  /** Applied now, once; the dead letter is resolved as `applied`. */
+  | { readonly kind: "applied" }
+  /** Its event id was applied from another record meanwhile; resolved as `duplicate`, nothing applied. */
+  | { readonly kind: "duplicate" }
+  /** Failed again: `attempts` + 1, the error replaced by this one; still unresolved. */
+  | { readonly kind: "failed"; readonly code: ErrorCode; readonly message: string }
+  /** Resolved before (by another retry or a discard); nothing done. */
+  | { readonly kind: "already_resolved"; readonly resolution: string }
+  | { readonly kind: "not_found" };
+
+/** Inputs of {@link retryDeadLetter}. */
+export interface RetryDeadLetterInput<T> {
+  readonly client: pg.PoolClient;
+  /** The dead letter's projection (its `projection` column must name it). */
+  readonly projection: Projection<T>;
+  /** The dead letter's id (decimal string). */
+  readonly id: string;
+  /** Size limit, bytes (REPLAYABLE_MAX_RECORD_BYTES); raise it to retry RECORD_TOO_LARGE letters. */
+  readonly maxRecordBytes: number;
+  /** Who retries, e.g. `alice@host`, stored in `resolved_by`. */
+  readonly resolvedBy: string;
+  readonly log: Logger;
+}
+
+/**
+ * Retries one dead letter: `BEGIN`, lock its row (`FOR UPDATE`: two retries serialize), apply the
+ * record with {@link applyRecords} (`retrying`: an event id recorded at the letter's own position
+ * is the letter itself), resolve or count the attempt, `COMMIT`. The checkpoint is not touched:
+ * it is already past the record. In event-id mode a re-send applied meanwhile makes it a duplicate.
+ * @throws ReplayableError NOT_FOUND when the letter belongs to another projection.
+ * @throws the database error of a transient failure (nothing was changed; run the retry again).
+ */
+export async function retryDeadLetter<T>(input: RetryDeadLetterInput<T>): Promise<RetryOutcome> {
+  const { client, projection, id, log } = input;
+  await client.query("BEGIN ISOLATION LEVEL READ COMMITTED");
+  try {
+    const letter = await lockDeadLetter(client, id);
+    let outcome: RetryOutcome;
+    if (letter === undefined) outcome = { kind: "not_found" };
+    else if (letter.projection !== projection.name) {
+      throw new ReplayableError(
+        "NOT_FOUND",
+        `dead letter ${id} belongs to projection ${letter.projection}, not ${projection.name}`,
+      );
+    } else if (letter.resolvedAt !== null) {
+      outcome = { kind: "already_resolved", resolution: letter.resolution ?? "" };
+    } else {
+      let failure: { code: ErrorCode; message: string } | undefined;
+      const { record } = letter;
+      const result = await applyRecords({
+        client,
+        projection,
+        topic: record.topic,
+        partition: record.partition,
+        records: [record],
+        maxRecordBytes: input.maxRecordBytes,
+        log: log.child({ topic: record.topic, partition: record.partition, offset: record.offset }),
+        retrying: true,
+        deadLetter: (_record, code, message) => {
+          failure = { code, message };
+          return Promise.resolve();
+        },
+      });
+      if (result.applied === 1) {
+        await resolveDeadLetter(client, id, "applied", input.resolvedBy);
+        outcome = { kind: "applied" };
+      } else if (failure !== undefined) {
+        await recordDeadLetterAttempt(client, id, failure.code, failure.message);
+        outcome = { kind: "failed", ...failure };
+      } else {
+        await resolveDeadLetter(client, id, "duplicate", input.resolvedBy);
+        outcome = { kind: "duplicate" };
+      }
+    }
+    await client.query("COMMIT");
+    return outcome;
+  } catch (error) {
+    await client.query("ROLLBACK").catch((rollbackError: unknown) => {
+      log.warn({ err: rollbackError }, "ROLLBACK failed; the connection is discarded");
+    });
+    throw error;
+  }
+}

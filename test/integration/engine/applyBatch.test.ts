@@ -1,0 +1,162 @@
+/**
+ * The dedupe-then-effect transaction against a real PostgreSQL, one batch at a time (no Kafka:
+ * applyBatch takes records as values). Regression tests are named after the case they reproduce.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { applyBatch, type BatchResult } from "../../../src/engine/applyBatch.js";
+import { createLogger } from "../../../src/logger.js";
+import { ledgerProjection } from "../../../src/projections/ledger/ledgerProjection.js";
+import type { KafkaRecord } from "../../../src/record.js";
+import { createTestDatabase, uniqueName, type TestDatabase } from "../../helpers/stack.js";
+
+let db: TestDatabase;
+const log = createLogger("silent");
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+});
+
+afterAll(async () => {
+  await db?.drop();
+});
+
+/** A ledger credit record at `offset` of partition 0. */
+function credit(
+  topic: string,
+  offset: number,
+  ceId: string,
+  amount: number,
+  extra: Partial<KafkaRecord> = {},
+): KafkaRecord {
+  return {
+    topic,
+    partition: 0,
+    offset: String(offset),
+    timestamp: String(Date.UTC(2026, 0, 1) + offset),
+    key: Buffer.from("acc-1"),
+    value: Buffer.from(JSON.stringify({ account: "acc-1", amount })),
+    headers: {
+      ce_specversion: [Buffer.from("1.0")],
+      ce_id: [Buffer.from(ceId)],
+      ce_type: [Buffer.from("ledger.account.credited")],
+    },
+    ...extra,
+  };
+}
+
+async function apply(records: KafkaRecord[], maxRecordBytes = 1_048_576): Promise<BatchResult> {
+  const client = await db.pool.connect();
+  try {
+    return await applyBatch({
+      client,
+      projection: ledgerProjection,
+      topic: records[0]!.topic,
+      partition: 0,
+      records,
+      maxRecordBytes,
+      log,
+    });
+  } finally {
+    client.release();
+  }
+}
+
+async function balance(account: string): Promise<string | undefined> {
+  const r = await db.pool.query<{ balance_cents: string }>(
+    "SELECT balance_cents FROM ledger.ledger_accounts WHERE account_id = $1",
+    [account],
+  );
+  return r.rows[0]?.balance_cents;
+}
+
+async function deadLetters(topic: string) {
+  const r = await db.pool.query<{ offset: string; error_code: string; error_message: string }>(
+    `SELECT "offset", error_code, error_message FROM replayable.dead_letters WHERE topic = $1 ORDER BY "offset"`,
+    [topic],
+  );
+  return r.rows;
+}
+
+describe("applyBatch", () => {
+  it("applies a batch with a bad record in the middle once and dead-letters the bad one", async () => {
+    const topic = uniqueName("t");
+    const bad: KafkaRecord = { ...credit(topic, 1, `${topic}-b`, 5), value: Buffer.from("{") };
+    const result = await apply([credit(topic, 0, `${topic}-a`, 10), bad, credit(topic, 2, `${topic}-c`, 7)]);
+    expect(result.applied).toBe(2);
+    expect(result.nextOffset).toBe("3");
+    expect((await deadLetters(topic)).map((d) => [d.offset, d.error_code])).toEqual([["1", "DECODE_FAILED"]]);
+  });
+
+  it("regression: a redelivery in the same batch as a reused id is a duplicate, not EVENT_ID_REUSED", async () => {
+    const topic = uniqueName("t");
+    const id = `${topic}-x`;
+    await apply([credit(topic, 0, id, 100)]);
+    // offset 1 reuses the id with another payload; offset 2 is a plain redelivery of offset 0.
+    const result = await apply([credit(topic, 1, id, 999), credit(topic, 2, id, 100)]);
+    expect(result.duplicates.event_id).toBe(1);
+    const letters = await deadLetters(topic);
+    expect(letters.map((d) => [d.offset, d.error_code])).toEqual([["1", "EVENT_ID_REUSED"]]);
+    expect(letters[0]!.error_message).toContain(`${topic}/0@0`);
+  });
+
+  it("regression: a reused id repeated in one batch names where the id was first seen", async () => {
+    const topic = uniqueName("t");
+    const id = `${topic}-y`;
+    await apply([credit(topic, 0, id, 100)]);
+    const result = await apply([credit(topic, 1, id, 100), credit(topic, 2, id, 555)]);
+    expect(result.duplicates.event_id).toBe(1);
+    const letters = await deadLetters(topic);
+    expect(letters.map((d) => [d.offset, d.error_code])).toEqual([["2", "EVENT_ID_REUSED"]]);
+    expect(letters[0]!.error_message).toContain(`${topic}/0@0`);
+  });
+
+  it("regression: a value whose JSON error message echoes a NUL byte is dead-lettered, not retried forever", async () => {
+    const topic = uniqueName("t");
+    const nul: KafkaRecord = { ...credit(topic, 0, `${topic}-n`, 1), value: Buffer.from([0x00]) };
+    const result = await apply([nul, credit(topic, 1, `${topic}-ok`, 3)]);
+    expect(result.applied).toBe(1);
+    const letters = await deadLetters(topic);
+    expect(letters.map((d) => d.error_code)).toEqual(["DECODE_FAILED"]);
+    expect(letters[0]!.error_message).not.toContain("\u0000");
+  });
+
+  it("regression: a ce_id with a NUL character is dead-lettered as EVENT_ID_MISSING, not retried forever", async () => {
+    const topic = uniqueName("t");
+    const result = await apply([credit(topic, 0, "a\u0000b", 1), credit(topic, 1, `${topic}-ok`, 3)]);
+    expect(result.applied).toBe(1);
+    expect((await deadLetters(topic)).map((d) => d.error_code)).toEqual(["EVENT_ID_MISSING"]);
+  });
+
+  it("an account with a NUL character passes decode, fails in apply (22021) and is rolled back to its savepoint", async () => {
+    const topic = uniqueName("t");
+    const account = `${topic}-acc`;
+    const bad: KafkaRecord = {
+      ...credit(topic, 1, `${topic}-bad`, 5),
+      value: Buffer.from(JSON.stringify({ account: "nul\u0000acc", amount: 5 })),
+    };
+    const good = (offset: number, amount: number): KafkaRecord => ({
+      ...credit(topic, offset, `${topic}-${offset}`, amount),
+      value: Buffer.from(JSON.stringify({ account, amount })),
+    });
+    const result = await apply([good(0, 10), bad, good(2, 20)]);
+    expect(result.applied).toBe(2);
+    expect(await balance(account)).toBe("30");
+    expect((await deadLetters(topic)).map((d) => [d.offset, d.error_code])).toEqual([
+      ["1", "APPLY_REJECTED"],
+    ]);
+  });
+
+  it("a record over the size limit is dead-lettered once; a re-send with the same ce_id counts as a duplicate", async () => {
+    const topic = uniqueName("t");
+    const id = `${topic}-big`;
+    const big = (offset: number) => ({
+      ...credit(topic, offset, id, 1),
+      value: Buffer.from(JSON.stringify({ account: "acc-1", amount: 1, pad: "x".repeat(2000) })),
+    });
+    const first = await apply([big(0)], 1000);
+    expect(first.deadLettered.map((d) => d.code)).toEqual(["RECORD_TOO_LARGE"]);
+    const second = await apply([big(1)], 1000);
+    expect(second.deadLettered).toEqual([]);
+    expect(second.duplicates.event_id).toBe(1);
+  });
+});

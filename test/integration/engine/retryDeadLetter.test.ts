@@ -1,0 +1,205 @@
+/**
+ * `dead-letters retry` at the engine level against a real PostgreSQL: a dead letter re-applied
+ * through the same dedupe path is applied once and resolved; one that fails again counts an attempt.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { applyBatch } from "../../../src/engine/applyBatch.js";
+import { retryDeadLetter, type RetryOutcome } from "../../../src/engine/retryDeadLetter.js";
+import { PermanentRecordError } from "../../../src/errors.js";
+import { createLogger } from "../../../src/logger.js";
+import type { Projection } from "../../../src/projection.js";
+import { ledgerProjection } from "../../../src/projections/ledger/ledgerProjection.js";
+import type { KafkaRecord } from "../../../src/record.js";
+import { createTestDatabase, uniqueName, type TestDatabase } from "../../helpers/stack.js";
+
+let db: TestDatabase;
+const log = createLogger("silent");
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  await db.pool.query("CREATE TABLE public.switches (name text PRIMARY KEY)");
+  await db.pool.query("CREATE TABLE public.effects (topic text, offset_ bigint, body text)");
+});
+
+afterAll(async () => {
+  await db?.drop();
+});
+
+/** An offset-deduped projection whose apply refuses records until switch `<topic>` exists. */
+const gated: Projection<string> = {
+  name: "gated",
+  dedupe: { kind: "offset" },
+  defaultTopics: [],
+  tables: ["public.effects"],
+  decode: (record) => record.value?.toString("utf8") ?? "",
+  async apply({ client }, { record, value }) {
+    const on = await client.query("SELECT 1 FROM public.switches WHERE name = $1", [record.topic]);
+    if (on.rowCount === 0) throw new PermanentRecordError("APPLY_REJECTED", `switch ${record.topic} is off`);
+    await client.query("INSERT INTO public.effects VALUES ($1, $2, $3)", [
+      record.topic,
+      record.offset,
+      value,
+    ]);
+  },
+};
+
+function credit(topic: string, offset: number, ceId: string, amount: number, pad = 0): KafkaRecord {
+  return {
+    topic,
+    partition: 0,
+    offset: String(offset),
+    timestamp: String(Date.UTC(2026, 0, 1) + offset),
+    key: Buffer.from(topic),
+    value: Buffer.from(JSON.stringify({ account: topic, amount, pad: "x".repeat(pad) })),
+    headers: {
+      ce_specversion: [Buffer.from("1.0")],
+      ce_id: [Buffer.from(ceId)],
+      ce_type: [Buffer.from("ledger.account.credited")],
+    },
+  };
+}
+
+async function applyRecords<T>(projection: Projection<T>, records: KafkaRecord[], maxRecordBytes = 1000) {
+  const client = await db.pool.connect();
+  try {
+    return await applyBatch({
+      client,
+      projection,
+      topic: records[0]!.topic,
+      partition: 0,
+      records,
+      maxRecordBytes,
+      log,
+    });
+  } finally {
+    client.release();
+  }
+}
+
+async function retry<T>(projection: Projection<T>, id: string, maxRecordBytes = 1000): Promise<RetryOutcome> {
+  const client = await db.pool.connect();
+  try {
+    return await retryDeadLetter({ client, projection, id, maxRecordBytes, resolvedBy: "test@host", log });
+  } finally {
+    client.release();
+  }
+}
+
+async function letter(id: string) {
+  const r = await db.pool.query<{
+    attempts: number;
+    error_code: string;
+    resolution: string | null;
+    resolved_by: string | null;
+    last_attempt_at: Date | null;
+  }>(
+    "SELECT attempts, error_code, resolution, resolved_by, last_attempt_at FROM replayable.dead_letters WHERE id = $1",
+    [id],
+  );
+  return r.rows[0];
+}
+
+async function balance(account: string): Promise<string | undefined> {
+  const r = await db.pool.query<{ balance_cents: string }>(
+    "SELECT balance_cents FROM ledger.ledger_accounts WHERE account_id = $1",
+    [account],
+  );
+  return r.rows[0]?.balance_cents;
+}
+
+describe("retryDeadLetter", () => {
+  it("offset dedupe: a record that now succeeds is applied once and resolved; a second retry does nothing", async () => {
+    const topic = uniqueName("gated");
+    const record: KafkaRecord = { ...credit(topic, 0, "-", 0), value: Buffer.from("hello") };
+    const first = await applyRecords(gated, [record]);
+    const id = first.deadLettered[0]!.id;
+    expect(await retry(gated, id)).toEqual({
+      kind: "failed",
+      code: "APPLY_REJECTED",
+      message: `switch ${topic} is off`,
+    });
+    expect(await letter(id)).toMatchObject({
+      attempts: 2,
+      resolution: null,
+      last_attempt_at: expect.any(Date) as Date,
+    });
+
+    await db.pool.query("INSERT INTO public.switches VALUES ($1)", [topic]);
+    expect(await retry(gated, id)).toEqual({ kind: "applied" });
+    expect(await letter(id)).toMatchObject({ attempts: 3, resolution: "applied", resolved_by: "test@host" });
+    expect(await retry(gated, id)).toEqual({ kind: "already_resolved", resolution: "applied" });
+    const effects = await db.pool.query("SELECT body FROM public.effects WHERE topic = $1", [topic]);
+    expect(effects.rows).toEqual([{ body: "hello" }]);
+  });
+
+  it("event-id dedupe: the letter's own recorded event id is not a duplicate; a later re-send is", async () => {
+    const topic = uniqueName("acc");
+    const big = credit(topic, 0, `${topic}-1`, 40, 2000);
+    const first = await applyRecords(ledgerProjection, [big, credit(topic, 1, `${topic}-2`, 2)]);
+    expect(first.deadLettered.map((d) => d.code)).toEqual(["RECORD_TOO_LARGE"]);
+    expect(await balance(topic)).toBe("2");
+    const id = first.deadLettered[0]!.id;
+
+    expect(await retry(ledgerProjection, id, 1000)).toMatchObject({
+      kind: "failed",
+      code: "RECORD_TOO_LARGE",
+    });
+    expect(await retry(ledgerProjection, id, 10_000)).toEqual({ kind: "applied" });
+    expect(await balance(topic)).toBe("42");
+    // The producer re-sends the same event later: a duplicate, not a second credit.
+    const resend = await applyRecords(ledgerProjection, [{ ...big, offset: "2" }], 10_000);
+    expect(resend.duplicates.event_id).toBe(1);
+    expect(await balance(topic)).toBe("42");
+  });
+
+  it("event-id dedupe: resolved as duplicate when the event was applied from another record meanwhile", async () => {
+    const topic = uniqueName("acc");
+    const big = credit(topic, 0, `${topic}-1`, 40, 2000);
+    const id = (await applyRecords(ledgerProjection, [big])).deadLettered[0]!.id;
+    // As 0.1.0 did for RECORD_TOO_LARGE: the id was never recorded, so a re-send was applied.
+    await db.pool.query("DELETE FROM replayable.processed_events WHERE event_id = $1", [`${topic}-1`]);
+    await applyRecords(ledgerProjection, [{ ...big, offset: "1" }], 10_000);
+    expect(await balance(topic)).toBe("40");
+    expect(await retry(ledgerProjection, id, 10_000)).toEqual({ kind: "duplicate" });
+    expect(await letter(id)).toMatchObject({ resolution: "duplicate" });
+    expect(await balance(topic)).toBe("40");
+  });
+
+  it("a reused event id fails again with EVENT_ID_REUSED and counts the attempt", async () => {
+    const topic = uniqueName("acc");
+    const result = await applyRecords(ledgerProjection, [
+      credit(topic, 0, `${topic}-1`, 5),
+      credit(topic, 1, `${topic}-1`, 6),
+    ]);
+    const id = result.deadLettered[0]!.id;
+    expect(await retry(ledgerProjection, id)).toMatchObject({ kind: "failed", code: "EVENT_ID_REUSED" });
+    expect(await letter(id)).toMatchObject({ attempts: 2, error_code: "EVENT_ID_REUSED", resolution: null });
+    expect(await balance(topic)).toBe("5");
+  });
+
+  it("two retries of one letter at once: one applies it, the other finds it resolved", async () => {
+    const topic = uniqueName("acc");
+    const id = (await applyRecords(ledgerProjection, [credit(topic, 0, `${topic}-1`, 7, 2000)]))
+      .deadLettered[0]!.id;
+    const outcomes = await Promise.all([
+      retry(ledgerProjection, id, 10_000),
+      retry(ledgerProjection, id, 10_000),
+    ]);
+    expect(outcomes.map((o) => o.kind).sort()).toEqual(["already_resolved", "applied"]);
+    expect(await balance(topic)).toBe("7");
+  });
+
+  it("a record read again after its checkpoint was reset keeps one unresolved dead letter with attempts 2", async () => {
+    const topic = uniqueName("gated");
+    const record: KafkaRecord = { ...credit(topic, 0, "-", 0), value: Buffer.from("again") };
+    const id = (await applyRecords(gated, [record])).deadLettered[0]!.id;
+    await db.pool.query("DELETE FROM replayable.checkpoints WHERE topic = $1", [topic]);
+    const second = await applyRecords(gated, [record]);
+    expect(second.deadLettered[0]!.id).toBe(id);
+    expect(await letter(id)).toMatchObject({ attempts: 2, resolution: null });
+  });
+
+  it("not_found for an unknown id", async () => {
+    expect(await retry(gated, "987654321")).toEqual({ kind: "not_found" });
+  });
+});
