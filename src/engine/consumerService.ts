@@ -12,12 +12,14 @@ import { classifyPgError, ReplayableError, errorMessage } from "../errors.js";
 import { failpoint } from "../failpoints.js";
 import { KafkaAdmin } from "../kafka/admin.js";
 import { createKafka } from "../kafka/client.js";
+import { DeadLetterPublisher } from "../kafka/deadLetterPublisher.js";
 import { withBindings } from "../logger.js";
 import { GroupConsumer, type BatchControl, type PartitionBatch } from "../kafka/groupConsumer.js";
 import { createMetrics, initialiseMetrics, type Metrics } from "../metrics/metrics.js";
 import { startHttpServer, type HttpServer, type Readiness } from "../metrics/server.js";
 import type { Projection } from "../projection.js";
 import { projectionLock, tryAdvisoryLock } from "../sql/advisoryLocks.js";
+import { markDeadLettersPublished } from "../sql/markDeadLettersPublished.js";
 import { readCheckpoints } from "../sql/readCheckpoints.js";
 import { applyBatch, type BatchResult } from "./applyBatch.js";
 import { backoffDelayMs } from "./backoff.js";
@@ -38,6 +40,14 @@ export interface ConsumerServiceOptions {
   /** Metrics to update; default a new registry. */
   readonly metrics?: Metrics;
 }
+
+/**
+ * Transaction attempts made in place (sleeping the back-off inside the batch handler) before the
+ * partition is paused instead. A serialization failure or deadlock clears within these; an
+ * outage then pauses the partition, so the member keeps heartbeating and rebalancing promptly
+ * and the other partitions keep going, rather than one handler blocking the fetch loop.
+ */
+export const ATTEMPTS_BEFORE_PAUSE = 3;
 
 /** Why the service ended: a requested stop, or a fatal error (exit non-zero). */
 export type ServiceOutcome =
@@ -74,6 +84,9 @@ export class ConsumerService {
   private started: Promise<void> | undefined;
   private stopping: Promise<void> | undefined;
   private fatal: Error | undefined;
+  /** Consecutive failed transactions per `topic/partition`: the back-off exponent. */
+  private readonly failures = new Map<string, number>();
+  private readonly dlq: DeadLetterPublisher | undefined;
 
   constructor(private readonly options: ConsumerServiceOptions) {
     const { config, projection } = options;
@@ -103,6 +116,7 @@ export class ConsumerService {
       () => undefined,
     );
     this.kafka = createKafka({ brokers: config.kafka.brokers, clientId: config.kafka.clientId, log });
+    if (config.dlqTopic !== undefined) this.dlq = new DeadLetterPublisher(this.kafka, config.dlqTopic);
     this.lagMonitor = new LagMonitor({
       metrics: this.metrics,
       groupId: config.groupId,
@@ -142,6 +156,7 @@ export class ConsumerService {
       },
       onUnassigned: () => this.lagMonitor.unassignAll(),
       onCrash: (error) => this.fail(error),
+      onPausedChange: (paused) => this.metrics.pausedPartitions.set(paused),
     });
   }
 
@@ -152,13 +167,21 @@ export class ConsumerService {
 
   /**
    * Takes the projection's shared advisory lock (refused while a rebuild holds it), starts the
-   * HTTP server and joins the consumer group.
+   * HTTP server, connects the DLQ producer (when configured) and joins the consumer group.
    * @throws ReplayableError PROJECTION_LOCKED when a rebuild of the projection is running.
+   * @throws ReplayableError CONFIG_INVALID when a topic or the DLQ topic does not exist, or the
+   *   DLQ topic is one of the consumed topics.
    */
   start(): Promise<void> {
     this.started ??= (async () => {
       const { config } = this.options;
       const log = this.log;
+      if (config.dlqTopic !== undefined && this.topics.includes(config.dlqTopic)) {
+        throw new ReplayableError(
+          "CONFIG_INVALID",
+          `invalid configuration:\n  REPLAYABLE_DLQ_TOPIC=${config.dlqTopic}: must not be one of the consumed topics (${this.topics.join(", ")}): the consumer would read its own dead letters`,
+        );
+      }
       await this.takeProjectionLock();
       if (this.options.http !== false) {
         this.http = await startHttpServer({
@@ -171,6 +194,7 @@ export class ConsumerService {
       }
       // Counted before the first batch, so the gauge starts exact (see EventIdGauge).
       await this.eventIdGauge.start();
+      await this.dlq?.start();
       await this.consumer.start();
       this.lagMonitor.start();
       this.progress.start();
@@ -190,6 +214,7 @@ export class ConsumerService {
       const log = this.log;
       this.progress.stop();
       await this.consumer.stop().catch((error: unknown) => log.warn({ err: error }, "consumer stop failed"));
+      await this.dlq?.stop().catch((error: unknown) => log.warn({ err: error }, "DLQ producer stop failed"));
       if (this.started !== undefined && this.options.config.progressIntervalMs > 0) this.progress.report();
       await this.eventIdGauge.stop();
       await this.lagMonitor.stop();
@@ -370,12 +395,19 @@ export class ConsumerService {
       this.metrics.offsetCommits.inc({ result: commit });
       await failpoint("after-offset-commit");
       this.record(batch, result, commit, log);
+      if (this.dlq !== undefined && result.deadLettered.length > 0) await this.publish(result, log);
       this.metrics.batchDuration.observe({ topic: batch.topic }, seconds(started));
       await control.heartbeat().catch(() => undefined);
     }
   }
 
-  /** Runs the transaction, retrying transient failures with back-off; undefined when abandoned. */
+  /**
+   * Runs the transaction, retrying a failure that is not the record's fault (transient, or a
+   * fault such as a missing table) with exponential back-off and jitter: in place for the first
+   * {@link ATTEMPTS_BEFORE_PAUSE} attempts, then by pausing the partition for the back-off and
+   * returning; KafkaJS fetches the same records again when it resumes. Never dead-letters.
+   * @returns the committed batch, or undefined when abandoned (paused, stopping, revoked).
+   */
   private async applyWithRetry(
     batch: PartitionBatch,
     chunk: PartitionBatch["records"],
@@ -383,8 +415,10 @@ export class ConsumerService {
     log: Logger,
   ): Promise<BatchResult | undefined> {
     const { config, projection } = this.options;
-    for (let attempt = 0; ; attempt++) {
+    const key = `${batch.topic}/${batch.partition}`;
+    for (let inPlace = 1; ; inPlace++) {
       if (!control.isActive() || this.fatal) return undefined;
+      const attempt = this.failures.get(key) ?? 0;
       const heartbeats = setInterval(
         () => void control.heartbeat().catch(() => undefined),
         config.heartbeatIntervalMs,
@@ -407,6 +441,8 @@ export class ConsumerService {
         });
         client.release();
         this.metrics.transactionDuration.observe({ topic: batch.topic }, seconds(started));
+        if (attempt > 0) log.info({ attempts: attempt + 1 }, "transaction committed after retries");
+        this.failures.delete(key);
         return result;
       } catch (error) {
         client?.release(true);
@@ -416,18 +452,24 @@ export class ConsumerService {
         }
         const { kind, reason } = classifyPgError(error);
         this.metrics.transactionRetries.inc({ reason });
+        this.failures.set(key, attempt + 1);
         const waitMs = backoffDelayMs(attempt, config.retryInitialMs, config.retryMaxMs);
-        log.warn(
-          {
-            err: error,
-            kind,
-            reason,
-            attempt: attempt + 1,
-            retryInMs: waitMs,
-            firstOffset: chunk[0]?.offset,
-          },
-          "transaction failed; retrying",
-        );
+        const fields = {
+          err: error,
+          kind,
+          reason,
+          attempt: attempt + 1,
+          retryInMs: waitMs,
+          firstOffset: chunk[0]?.offset,
+        };
+        // A fault (a bug, a missing table) needs a person; transient failures clear by themselves.
+        const level = kind === "fault" ? "error" : "warn";
+        if (inPlace >= ATTEMPTS_BEFORE_PAUSE) {
+          log[level](fields, "transaction failed; partition paused until the back-off ends");
+          control.pause(waitMs);
+          return undefined;
+        }
+        log[level](fields, "transaction failed; retrying");
         try {
           await sleep(waitMs, undefined, { signal: this.abort.signal });
         } catch {
@@ -438,6 +480,27 @@ export class ConsumerService {
         clearInterval(heartbeats);
       }
     }
+  }
+
+  /** Publishes a committed batch's dead letters to the DLQ topic; a failure is logged and counted. */
+  private async publish(result: BatchResult, log: Logger): Promise<void> {
+    const dlq = this.dlq!;
+    const letters = result.deadLettered.map((d) => ({ ...d, projection: this.options.projection.name }));
+    try {
+      await dlq.publish(letters);
+    } catch (error) {
+      this.metrics.dlqPublishes.inc({ result: "failed" }, letters.length);
+      log.warn(
+        { err: error, deadLetterIds: letters.map((l) => l.id), dlqTopic: dlq.topic },
+        "publishing dead letters to the DLQ topic failed; they stay in replayable.dead_letters",
+      );
+      return;
+    }
+    this.metrics.dlqPublishes.inc({ result: "published" }, letters.length);
+    await markDeadLettersPublished(
+      this.pool,
+      letters.map((l) => l.id),
+    ).catch((error: unknown) => log.warn({ err: error }, "recording published_at of dead letters failed"));
   }
 
   private record(batch: PartitionBatch, result: BatchResult, commit: string, log: Logger): void {

@@ -1,10 +1,15 @@
 /**
  * A consumer group member over KafkaJS: `autoCommit` off, `eachBatch`, partitions in parallel,
  * each partition strictly in offset order. It hands each partition's batch to a handler and
- * gives it a commit function that refuses to commit for a partition this member no longer owns.
+ * gives it a commit function that refuses to commit for a partition this member no longer owns,
+ * and a pause function for a partition whose transactions keep failing. A broker outage never
+ * ends the process: KafkaJS retries, then restarts the consumer, and where KafkaJS gives up on an
+ * availability error this class restarts it with back-off.
  */
 import type { Consumer, EachBatchPayload, Kafka } from "kafkajs";
 import type { Logger } from "pino";
+import { backoffDelayMs } from "../engine/backoff.js";
+import { ReplayableError, errorMessage } from "../errors.js";
 import type { KafkaRecord } from "../record.js";
 import { toRecord } from "./toRecord.js";
 
@@ -21,6 +26,12 @@ export interface BatchControl {
   commit(nextOffset: string): Promise<CommitResult>;
   /** Marks offsets up to `offset` as processed locally, so the next fetch continues after it. */
   resolve(offset: string): void;
+  /**
+   * Stops fetching this partition for `ms`, then resumes it (KafkaJS `pause`/`resume`). The
+   * handler returns without resolving, so the next fetch starts again at the first unresolved
+   * offset. The member keeps heartbeating and other partitions keep going meanwhile.
+   */
+  pause(ms: number): void;
 }
 
 /** One partition's fetched records, in offset order. */
@@ -47,8 +58,43 @@ export interface GroupConsumerOptions {
   readonly onAssignment?: (assignment: Readonly<Record<string, readonly number[]>>) => void;
   /** Called when the member holds no partitions any more: it stopped or crashed (a restart rejoins). */
   readonly onUnassigned?: () => void;
-  /** Called when KafkaJS gives up (the consumer crashed and will not restart). */
+  /** Called on a crash that no restart can fix (authorization, a setting the broker refuses). */
   readonly onCrash?: (error: Error) => void;
+  /** Called when the number of paused partitions changes. */
+  readonly onPausedChange?: (paused: number) => void;
+  /** Back-off of restarts after a crash KafkaJS does not restart itself, ms; default 1000 to 30000. */
+  readonly restartInitialMs?: number;
+  readonly restartMaxMs?: number;
+}
+
+/**
+ * KafkaJS errors that mean "the cluster is not reachable or not ready yet": a restart later can
+ * succeed. KafkaJS marks some of them non-retriable (KafkaJSGroupCoordinatorNotFound,
+ * KafkaJSLockTimeout) and then does not restart the consumer itself.
+ */
+const UNAVAILABLE_ERRORS = new Set([
+  "KafkaJSConnectionError",
+  "KafkaJSConnectionClosedError",
+  "KafkaJSRequestTimeoutError",
+  "KafkaJSNoBrokerAvailableError",
+  "KafkaJSBrokerNotFound",
+  "KafkaJSGroupCoordinatorNotFound",
+  "KafkaJSLockTimeout",
+  "KafkaJSTimeout",
+  "KafkaJSMetadataNotLoaded",
+  "KafkaJSTopicMetadataNotLoaded",
+  "KafkaJSStaleTopicMetadataAssignment",
+  "KafkaJSNumberOfRetriesExceeded",
+]);
+
+/** True when `error` (or a cause) says the cluster is unavailable for now, not that we are wrong. */
+export function isKafkaUnavailable(error: unknown): boolean {
+  for (let e: unknown = error, depth = 0; typeof e === "object" && e !== null && depth < 10; depth++) {
+    const { name, retriable, cause } = e as { name?: unknown; retriable?: unknown; cause?: unknown };
+    if ((typeof name === "string" && UNAVAILABLE_ERRORS.has(name)) || retriable === true) return true;
+    e = cause;
+  }
+  return false;
 }
 
 const REBALANCE_ERRORS = new Set([
@@ -66,6 +112,9 @@ export class GroupConsumer {
   private joined = false;
   /** Set by stop(): a crash from now on (e.g. the closed connection of a JoinGroup in flight) is the stop itself. */
   private stopRequested = false;
+  private readonly resumeTimers = new Map<string, NodeJS.Timeout>();
+  private restartTimer: NodeJS.Timeout | undefined;
+  private restarts = 0;
 
   constructor(private readonly options: GroupConsumerOptions) {
     this.consumer = options.kafka.consumer({
@@ -87,6 +136,7 @@ export class GroupConsumer {
     const { GROUP_JOIN, CRASH, STOP } = this.consumer.events;
     this.consumer.on(GROUP_JOIN, (event) => {
       this.joined = true;
+      this.restarts = 0;
       options.log.info(
         {
           memberId: event.payload.memberId,
@@ -107,9 +157,66 @@ export class GroupConsumer {
         options.log.info({ err: event.payload.error }, "consumer request interrupted by the stop");
         return;
       }
-      options.log.error({ err: event.payload.error, restart: event.payload.restart }, "consumer crashed");
-      if (!event.payload.restart) options.onCrash?.(event.payload.error);
+      const { error, restart } = event.payload;
+      if (restart) {
+        options.log.warn({ err: error }, "consumer crashed; KafkaJS restarts it");
+      } else if (isKafkaUnavailable(error)) {
+        this.scheduleRestart(error);
+      } else {
+        options.log.error({ err: error }, "consumer crashed on an error a restart cannot fix");
+        options.onCrash?.(this.describeFatal(error));
+      }
     });
+  }
+
+  /** Restarts the consumer after a crash KafkaJS does not restart itself, with back-off. */
+  private scheduleRestart(error: Error): void {
+    const delayMs = backoffDelayMs(
+      this.restarts++,
+      this.options.restartInitialMs ?? 1000,
+      this.options.restartMaxMs ?? 30_000,
+    );
+    this.options.log.warn(
+      { err: error, restartInMs: delayMs, restarts: this.restarts },
+      "Kafka unavailable; restarting the consumer",
+    );
+    clearTimeout(this.restartTimer);
+    this.restartTimer = setTimeout(() => {
+      if (this.stopRequested) return;
+      void (async () => {
+        try {
+          await this.consumer.connect();
+          await this.consumer.run(this.runConfig());
+        } catch (restartError) {
+          // connect() failed (no broker yet): no CRASH event follows, so schedule the next try here.
+          if (!this.stopRequested) this.scheduleRestart(restartError as Error);
+        }
+      })();
+    }, delayMs);
+  }
+
+  /** A crash error with the setting to change, where one is to blame. */
+  private describeFatal(error: Error): Error {
+    const type = (error as { type?: unknown }).type;
+    if (type === "INVALID_SESSION_TIMEOUT") {
+      return new ReplayableError(
+        "CONFIG_INVALID",
+        `REPLAYABLE_SESSION_TIMEOUT_MS=${this.options.sessionTimeoutMs}: the broker refuses it; it must lie within the broker's group.min.session.timeout.ms and group.max.session.timeout.ms (6000 and 1800000 by default)`,
+        { cause: error },
+      );
+    }
+    return new ReplayableError("KAFKA", `the Kafka consumer stopped: ${errorMessage(error)}`, {
+      cause: error,
+    });
+  }
+
+  private runConfig(): Parameters<Consumer["run"]>[0] {
+    return {
+      autoCommit: false,
+      eachBatchAutoResolve: false,
+      partitionsConsumedConcurrently: this.options.partitionsConsumedConcurrently,
+      eachBatch: (payload) => this.eachBatch(payload),
+    };
   }
 
   /** True between the first group join and stop or crash. */
@@ -117,17 +224,18 @@ export class GroupConsumer {
     return this.joined;
   }
 
-  /** Connects, subscribes (a new group starts from the earliest offset) and starts fetching. */
+  /**
+   * Checks the topics exist, connects, subscribes (a new group starts from the earliest offset)
+   * and starts fetching.
+   * @throws ReplayableError CONFIG_INVALID naming a topic that does not exist.
+   * @throws the KafkaJS connection error when no broker answers (after KafkaJS's retries).
+   */
   start(): Promise<void> {
     this.started ??= (async () => {
+      await assertTopicsExist(this.options.kafka, this.options.topics, "REPLAYABLE_TOPICS or --topic");
       await this.consumer.connect();
       await this.consumer.subscribe({ topics: [...this.options.topics], fromBeginning: true });
-      await this.consumer.run({
-        autoCommit: false,
-        eachBatchAutoResolve: false,
-        partitionsConsumedConcurrently: this.options.partitionsConsumedConcurrently,
-        eachBatch: (payload) => this.eachBatch(payload),
-      });
+      await this.consumer.run(this.runConfig());
     })();
     return this.started;
   }
@@ -135,8 +243,18 @@ export class GroupConsumer {
   /** Stops fetching, waits for in-flight batches to finish, leaves the group and disconnects. */
   stop(): Promise<void> {
     this.stopRequested = true;
-    this.stopped ??= this.consumer.disconnect();
+    this.stopped ??= (async () => {
+      clearTimeout(this.restartTimer);
+      for (const timer of this.resumeTimers.values()) clearTimeout(timer);
+      this.resumeTimers.clear();
+      await this.consumer.disconnect();
+    })();
     return this.stopped;
+  }
+
+  /** Number of partitions paused by {@link BatchControl.pause} and not resumed yet. */
+  get pausedPartitions(): number {
+    return this.resumeTimers.size;
   }
 
   private async eachBatch(payload: EachBatchPayload): Promise<void> {
@@ -149,6 +267,21 @@ export class GroupConsumer {
         await payload.heartbeat();
       },
       resolve: (offset) => payload.resolveOffset(offset),
+      pause: (ms) => {
+        const resume = payload.pause();
+        const key = `${topic}/${partition}`;
+        clearTimeout(this.resumeTimers.get(key));
+        this.resumeTimers.set(
+          key,
+          setTimeout(() => {
+            this.resumeTimers.delete(key);
+            this.options.onPausedChange?.(this.resumeTimers.size);
+            this.options.log.info({ topic, partition }, "partition resumed");
+            resume();
+          }, ms),
+        );
+        this.options.onPausedChange?.(this.resumeTimers.size);
+      },
       commit: async (nextOffset) => {
         // Not consumer.commitOffsets(): KafkaJS skips that silently once stop() began, which would
         // lose the commit of the batch a graceful stop lets finish. This commits with the current
@@ -186,5 +319,33 @@ export class GroupConsumer {
       },
       control,
     );
+  }
+}
+
+/**
+ * Checks that every topic exists, so a misspelt name fails at start with its name instead of
+ * KafkaJS's "This server does not host this topic-partition".
+ * @param source where the names came from, for the message (e.g. "REPLAYABLE_TOPICS or --topic").
+ * @throws ReplayableError CONFIG_INVALID naming the missing topics.
+ */
+export async function assertTopicsExist(
+  kafka: Kafka,
+  topics: readonly string[],
+  source: string,
+): Promise<void> {
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    const existing = new Set(await admin.listTopics());
+    const missing = topics.filter((t) => !existing.has(t));
+    if (missing.length > 0) {
+      throw new ReplayableError(
+        "CONFIG_INVALID",
+        `topic${missing.length > 1 ? "s" : ""} ${missing.join(", ")} (${source}) ${missing.length > 1 ? "do" : "does"} not exist on the cluster; create ${missing.length > 1 ? "them" : "it"} first or correct the name`,
+        { context: { missing } },
+      );
+    }
+  } finally {
+    await admin.disconnect();
   }
 }

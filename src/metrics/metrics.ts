@@ -26,6 +26,8 @@ export interface Metrics {
   readonly rebalances: Counter;
   readonly assignedPartitions: Gauge;
   readonly eventIds: Gauge<"projection">;
+  readonly pausedPartitions: Gauge;
+  readonly dlqPublishes: Counter<"result">;
 }
 
 const SECONDS_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -124,6 +126,17 @@ export function createMetrics(options: { registry?: Registry; processMetrics?: b
       name: "replayable_event_ids",
       help: "Rows in replayable.processed_events per projection: counted at start and every minute, plus this member's inserts since.",
       labelNames: ["projection"] as const,
+      registers,
+    }),
+    pausedPartitions: new Gauge({
+      name: "replayable_paused_partitions",
+      help: "Partitions paused because their transaction keeps failing transiently (e.g. PostgreSQL down); each resumes after its back-off.",
+      registers,
+    }),
+    dlqPublishes: new Counter({
+      name: "replayable_dlq_publishes_total",
+      help: "Dead letters published to REPLAYABLE_DLQ_TOPIC after COMMIT, by result (published, failed); the database row stays the source of truth.",
+      labelNames: ["result"] as const,
       registers,
     }),
   };
