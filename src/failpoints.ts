@@ -3,8 +3,10 @@
  * Inactive unless REPLAYABLE_FAILPOINTS is set, e.g.
  * `REPLAYABLE_FAILPOINTS=after-db-commit=kill@3,before-db-commit=sleep:2000@1`:
  * at the 3rd time the engine passes `after-db-commit` the process kills itself with SIGKILL.
- * Actions: `kill` (SIGKILL), `throw` (an Error), `sleep:<ms>`. `@N` fires on the N-th pass only
- * (default: every pass).
+ * Actions: `kill` (SIGKILL), `throw` (an Error), `sleep:<ms>` (an async wait: timers, heartbeats
+ * included, keep running), `block:<ms>` (a busy wait that blocks the event loop, as a long GC pause
+ * or a CPU-bound step would: no heartbeat goes out). `@N` fires on the N-th pass only (default:
+ * every pass).
  */
 import { setTimeout as delay } from "node:timers/promises";
 
@@ -18,7 +20,7 @@ export type FailpointName =
   | "rebuild-locked";
 
 interface Failpoint {
-  action: "kill" | "throw" | { sleepMs: number };
+  action: "kill" | "throw" | { sleepMs: number } | { blockMs: number };
   at: number | undefined;
   passes: number;
 }
@@ -31,14 +33,19 @@ function parse(spec: string): Map<string, Failpoint> {
     .split(",")
     .map((s) => s.trim())
     .filter(Boolean)) {
-    const match = /^([a-z-]+)=(kill|throw|sleep:(\d+))(?:@(\d+))?$/.exec(part);
+    const match = /^([a-z-]+)=(kill|throw|sleep:(\d+)|block:(\d+))(?:@(\d+))?$/.exec(part);
     if (!match)
       throw new Error(
-        `REPLAYABLE_FAILPOINTS: cannot read "${part}"; expected name=kill|throw|sleep:<ms>[@N]`,
+        `REPLAYABLE_FAILPOINTS: cannot read "${part}"; expected name=kill|throw|sleep:<ms>|block:<ms>[@N]`,
       );
-    const [, name, action, sleepMs, at] = match;
+    const [, name, action, sleepMs, blockMs, at] = match;
     points.set(name!, {
-      action: sleepMs !== undefined ? { sleepMs: Number(sleepMs) } : (action as "kill" | "throw"),
+      action:
+        sleepMs !== undefined
+          ? { sleepMs: Number(sleepMs) }
+          : blockMs !== undefined
+            ? { blockMs: Number(blockMs) }
+            : (action as "kill" | "throw"),
       at: at === undefined ? undefined : Number(at),
       passes: 0,
     });
@@ -59,6 +66,12 @@ export async function failpoint(name: FailpointName): Promise<void> {
   } else if (point.action === "throw") {
     process.stderr.write(`failpoint ${name}: throw\n`);
     throw new Error(`failpoint ${name}`);
+  } else if ("blockMs" in point.action) {
+    process.stderr.write(`failpoint ${name}: block ${point.action.blockMs}ms\n`);
+    const until = Date.now() + point.action.blockMs;
+    while (Date.now() < until) {
+      // busy wait: the event loop is blocked on purpose
+    }
   } else {
     process.stderr.write(`failpoint ${name}: sleep ${point.action.sleepMs}ms\n`);
     await delay(point.action.sleepMs);
