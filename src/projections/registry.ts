@@ -1,4 +1,5 @@
 /** The projections this package ships, by name (`--projection`). */
+import { ReplayableError } from "../errors.js";
 import type { Projection } from "../projection.js";
 import { githubProjection } from "./github/githubProjection.js";
 import { ledgerProjection } from "./ledger/ledgerProjection.js";
@@ -14,13 +15,16 @@ export function projectionNames(): string[] {
 }
 
 /**
- * The shipped projection called `name`.
- * @throws ReplayableError CONFIG_INVALID naming the valid projections.
+ * The shipped projection called `name` (REPLAYABLE_PROJECTION or `--projection`).
+ * @throws ReplayableError CONFIG_INVALID naming the variable and the valid projections.
  */
 export function getProjection(name: string): Projection<unknown> {
   const projection = projections.get(name);
   if (projection === undefined) {
-    throw new Error(`unknown projection "${name}": use one of ${projectionNames().join(", ")}`);
+    throw new ReplayableError(
+      "CONFIG_INVALID",
+      `invalid configuration:\n  REPLAYABLE_PROJECTION=${name}: unknown projection; use one of ${projectionNames().join(", ")} (or --projection)`,
+    );
   }
   return projection;
 }

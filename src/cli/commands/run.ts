@@ -1,6 +1,7 @@
 /** `replayable run`: run one member of a projection's consumer group until a signal stops it. */
 import { Command, Option } from "commander";
 import { redactUrl } from "../../config.js";
+import { ReplayableError, classifyPgError, errorMessage } from "../../errors.js";
 import { createPool } from "../../db/pool.js";
 import { migrate } from "../../db/migrate.js";
 import { ConsumerService } from "../../engine/consumerService.js";
@@ -46,10 +47,21 @@ export function runCommand(): Command {
         const projection = getProjection(config.projection);
         const log = createLogger(config.logLevel, { groupId: config.groupId, projection: projection.name });
         log.info({ brokers: config.kafka.brokers, database: redactUrl(config.databaseUrl) }, "starting");
+        // An unreachable server at start is more often a wrong URL than an outage: say which setting.
+        const unreachable = (error: unknown) =>
+          classifyPgError(error).reason === "connection"
+            ? new ReplayableError(
+                "DATABASE",
+                `cannot reach PostgreSQL at ${redactUrl(config.databaseUrl)} (DATABASE_URL or --database-url): ${errorMessage(error)}`,
+                { cause: error },
+              )
+            : error;
         if (flags.migrate) {
           const pool = createPool({ connectionString: config.databaseUrl, max: 1 });
           try {
-            await migrate(pool);
+            await migrate(pool).catch((error: unknown) => {
+              throw unreachable(error);
+            });
           } finally {
             await pool.end();
           }
@@ -60,13 +72,14 @@ export function runCommand(): Command {
           await service.start();
         } catch (error) {
           await service.stop();
-          throw error;
+          throw unreachable(error);
         }
         const outcome = await service.done;
         removeHandlers();
         if (outcome.kind === "failed") {
           printError(outcome.error.message);
-          process.exitCode = 1;
+          const { error } = outcome;
+          process.exitCode = error instanceof ReplayableError && error.code === "CONFIG_INVALID" ? 2 : 1;
         }
       }),
     );
