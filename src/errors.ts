@@ -128,7 +128,7 @@ export const MAX_DEAD_LETTER_MESSAGE_LENGTH = 2000;
  * PostgreSQL `text` value cannot hold U+0000, and V8's JSON.parse messages echo the input);
  * at most {@link MAX_DEAD_LETTER_MESSAGE_LENGTH} characters.
  */
-export function deadLetterMessage(error: unknown): string {
+export function recordErrorMessage(error: unknown): string {
   const pgError = causes(error).find((e) => ownSqlState(e) !== undefined);
   let message: string;
   if (pgError !== undefined) {
@@ -142,9 +142,6 @@ export function deadLetterMessage(error: unknown): string {
     ? `${message.slice(0, MAX_DEAD_LETTER_MESSAGE_LENGTH - 1)}…`
     : message;
 }
-
-/** The name main's code and tests use for {@link deadLetterMessage}. */
-export const recordErrorMessage = deadLetterMessage;
 
 /** `error` and its `cause` chain (at most 10 deep), objects only. */
 function causes(error: unknown): object[] {

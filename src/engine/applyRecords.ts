@@ -11,7 +11,7 @@ import {
   PermanentRecordError,
   ReplayableError,
   classifyPgError,
-  deadLetterMessage,
+  recordErrorMessage,
   type ErrorCode,
 } from "../errors.js";
 import { failpoint } from "../failpoints.js";
@@ -95,7 +95,7 @@ export async function applyRecords<T>(input: ApplyRecordsInput<T>): Promise<Appl
     try {
       decoded.push({ record, value: projection.decode(record), eventId: eventIds.get(record) });
     } catch (error) {
-      await deadLetter(record, codeOf(error, "DECODE_FAILED"), deadLetterMessage(error));
+      await deadLetter(record, codeOf(error, "DECODE_FAILED"), recordErrorMessage(error));
     }
   }
   const ctx: ApplyContext = { client: input.client, db: drizzleOf(input.client), log };
@@ -118,7 +118,7 @@ async function recordEventIds<T>(
     try {
       id = extractEventId(record, key);
     } catch (error) {
-      await deadLetter(record, codeOf(error, "EVENT_ID_MISSING"), deadLetterMessage(error));
+      await deadLetter(record, codeOf(error, "EVENT_ID_MISSING"), recordErrorMessage(error));
       continue;
     }
     const digest = valueDigest(record);
@@ -209,7 +209,7 @@ async function applyDecoded<T>(
       if (!isPermanent(error)) throw error;
       await client.query("ROLLBACK TO SAVEPOINT replayable_record");
       await client.query("RELEASE SAVEPOINT replayable_record");
-      await deadLetter(item.record, codeOf(error, "APPLY_REJECTED"), deadLetterMessage(error));
+      await deadLetter(item.record, codeOf(error, "APPLY_REJECTED"), recordErrorMessage(error));
     }
   }
   return applied;

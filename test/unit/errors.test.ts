@@ -1,6 +1,6 @@
 import { DrizzleQueryError } from "drizzle-orm/errors";
 import { describe, expect, it } from "vitest";
-import { classifyPgError, deadLetterMessage, recordErrorMessage, sqlState } from "../../src/errors.js";
+import { classifyPgError, recordErrorMessage, sqlState } from "../../src/errors.js";
 
 /** A node-postgres DatabaseError's shape: message, SQLSTATE code, optional constraint. */
 function pgError(code: string, message = `error ${code}`, extra: Record<string, unknown> = {}): Error {
@@ -71,30 +71,32 @@ describe("sqlState", () => {
   });
 });
 
-describe("deadLetterMessage", () => {
+describe("recordErrorMessage", () => {
   it("uses the PostgreSQL message and SQLSTATE instead of drizzle's query and parameters", () => {
     const error = new DrizzleQueryError(
       "insert into ledger.ledger_accounts values ($1)",
       ["nul\u0000acc"],
       pgError("22021", 'invalid byte sequence for encoding "UTF8": 0x00'),
     );
-    expect(deadLetterMessage(error)).toBe('invalid byte sequence for encoding "UTF8": 0x00 (SQLSTATE 22021)');
+    expect(recordErrorMessage(error)).toBe(
+      'invalid byte sequence for encoding "UTF8": 0x00 (SQLSTATE 22021)',
+    );
   });
 
   it("names the constraint of an integrity violation", () => {
     expect(
-      deadLetterMessage(
+      recordErrorMessage(
         pgError("23505", "duplicate key value", { constraint: "orders_pkey", table: "orders" }),
       ),
     ).toBe("duplicate key value (SQLSTATE 23505, constraint orders_pkey)");
   });
 
   it("removes NUL characters, which a PostgreSQL text column cannot store", () => {
-    expect(deadLetterMessage(new Error("Unexpected token '\u0000'"))).toBe("Unexpected token '\\0'");
+    expect(recordErrorMessage(new Error("Unexpected token '\u0000'"))).toBe("Unexpected token '\\0'");
   });
 
   it("caps a long message at 2000 characters", () => {
-    const message = deadLetterMessage(new Error("x".repeat(5000)));
+    const message = recordErrorMessage(new Error("x".repeat(5000)));
     expect(message.length).toBeLessThanOrEqual(2000);
     expect(message.endsWith("…")).toBe(true);
   });
