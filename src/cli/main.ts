@@ -1,6 +1,7 @@
 /** The `replayable` command line. */
 import { Command } from "commander";
 import { checksumCommand } from "./commands/checksum.js";
+import { deadLettersCommand } from "./commands/deadLetters.js";
 import { migrateCommand } from "./commands/migrate.js";
 import { produceCommand } from "./commands/produce.js";
 import { pruneCommand } from "./commands/prune.js";
@@ -20,6 +21,7 @@ const program = new Command("replayable")
   .addCommand(checksumCommand())
   .addCommand(replayCommand())
   .addCommand(rebuildCommand())
-  .addCommand(pruneCommand());
+  .addCommand(pruneCommand())
+  .addCommand(deadLettersCommand());
 
 await program.parseAsync(process.argv);

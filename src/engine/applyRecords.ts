@@ -88,7 +88,7 @@ export async function applyRecords<T>(input: ApplyRecordsInput<T>): Promise<Appl
       await deadLetter(
         record,
         "RECORD_TOO_LARGE",
-        `record is ${size} bytes (key + value + headers), over REPLAYABLE_MAX_RECORD_BYTES=${input.maxRecordBytes}`,
+        `record is ${size} bytes, over REPLAYABLE_MAX_RECORD_BYTES=${input.maxRecordBytes} (key + value + headers)`,
       );
       continue;
     }

@@ -12,7 +12,7 @@ export type DeadLetterResolution = (typeof DEAD_LETTER_RESOLUTIONS)[number];
  * @returns true when the row was unresolved and is now resolved.
  */
 export async function resolveDeadLetter(
-  client: pg.ClientBase,
+  client: pg.Pool | pg.ClientBase,
   id: string,
   resolution: DeadLetterResolution,
   resolvedBy: string,

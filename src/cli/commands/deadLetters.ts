@@ -1,0 +1,308 @@
+/**
+ * `replayable dead-letters list|show|retry|discard`: inspect the records the consumer could not
+ * apply, re-apply them through the same dedupe transaction once the cause is fixed, or resolve
+ * them without applying. `retry` and `discard` are dry runs unless `--execute` is given.
+ */
+import { hostname, userInfo } from "node:os";
+import { Command, Option } from "commander";
+import { createPool } from "../../db/pool.js";
+import { retryDeadLetter, type RetryOutcome } from "../../engine/retryDeadLetter.js";
+import { ReplayableError } from "../../errors.js";
+import { getProjection } from "../../projections/registry.js";
+import { resolveDeadLetter } from "../../sql/resolveDeadLetter.js";
+import { selectDeadLetters, type DeadLetter, type DeadLetterFilter } from "../../sql/selectDeadLetters.js";
+import {
+  action,
+  cliLogger,
+  configFrom,
+  intFlag,
+  printJson,
+  printTable,
+  withConnectionOptions,
+  type ConnectionFlags,
+} from "../common.js";
+import { letterJson, listRow, parseTimeFlag, showText } from "../deadLetterOutput.js";
+
+interface FilterFlags extends ConnectionFlags {
+  projection?: string;
+  topic?: string;
+  partition?: string;
+  code?: string;
+  since?: string;
+  until?: string;
+  id?: string[];
+}
+
+interface ListFlags extends FilterFlags {
+  state: string;
+  limit: string;
+  output: string;
+}
+
+interface ChangeFlags extends FilterFlags {
+  execute?: boolean;
+  output: string;
+  deleteBytes?: boolean;
+}
+
+/** Adds the selection flags every subcommand but `show` takes. */
+function withFilters(command: Command): Command {
+  return withConnectionOptions(command)
+    .option("--projection <name>", "projection (env REPLAYABLE_PROJECTION)")
+    .option("--topic <topic>", "only records of this topic")
+    .option("--partition <n>", "only records of this partition")
+    .option("--code <code>", "only this error code, e.g. DECODE_FAILED")
+    .option("--since <time>", "dead-lettered at or after: ISO-8601 date-time or 15m, 2h, 7d ago")
+    .option("--until <time>", "dead-lettered before: ISO-8601 date-time or 15m, 2h, 7d ago")
+    .option("--id <id...>", "only these dead letter ids");
+}
+
+function filterFrom(flags: FilterFlags, projection: string): DeadLetterFilter {
+  for (const id of flags.id ?? []) {
+    if (!/^\d{1,18}$/.test(id))
+      throw new ReplayableError(
+        "CONFIG_INVALID",
+        `--id: "${id}" is not a dead letter id; ids are whole numbers`,
+      );
+  }
+  const since = parseTimeFlag("--since", flags.since);
+  const until = parseTimeFlag("--until", flags.until);
+  if (since !== undefined && until !== undefined && since >= until) {
+    throw new ReplayableError(
+      "CONFIG_INVALID",
+      `--since (${since.toISOString()}) must be before --until (${until.toISOString()})`,
+    );
+  }
+  return {
+    projection,
+    topic: flags.topic,
+    partition:
+      flags.partition === undefined
+        ? undefined
+        : intFlag("--partition", flags.partition, 0, 2_147_483_647, 0),
+    code: flags.code,
+    since,
+    until,
+    ids: flags.id,
+  };
+}
+
+/** `user@host`, stored as `resolved_by`. */
+function operator(): string {
+  let user = process.env.USER ?? "unknown";
+  try {
+    user = userInfo().username;
+  } catch {
+    // no passwd entry (a container): keep $USER
+  }
+  return `${user}@${hostname()}`;
+}
+
+function outputFlag(): Option {
+  return new Option("--output <format>", "table or json").choices(["table", "json"]).default("table");
+}
+
+function listCommand(): Command {
+  return withFilters(new Command("list"))
+    .description("list dead letters, oldest first (unresolved ones unless --state says otherwise)")
+    .addOption(
+      new Option("--state <state>", "unresolved, resolved or all")
+        .choices(["unresolved", "resolved", "all"])
+        .default("unresolved"),
+    )
+    .option("--limit <n>", "at most this many", "100")
+    .addOption(outputFlag())
+    .action(
+      action(async (flags: ListFlags) => {
+        const config = configFrom(flags, { REPLAYABLE_PROJECTION: flags.projection });
+        const projection = getProjection(config.projection);
+        const limit = intFlag("--limit", flags.limit, 1, 1_000_000, 100);
+        const pool = createPool({ connectionString: config.databaseUrl, max: 1 });
+        try {
+          const filter = {
+            ...filterFrom(flags, projection.name),
+            state: flags.state as DeadLetterFilter["state"],
+          };
+          const letters = await selectDeadLetters(pool, { ...filter, limit: limit + 1 });
+          const shown = letters.slice(0, limit);
+          if (flags.output === "json") printJson(shown.map((l) => letterJson(l, false)));
+          else {
+            printTable(shown.map(listRow));
+            if (letters.length > limit)
+              process.stdout.write(`(more than ${limit}; raise --limit or narrow the filters)\n`);
+          }
+        } finally {
+          await pool.end();
+        }
+      }),
+    );
+}
+
+function showCommand(): Command {
+  return withConnectionOptions(new Command("show"))
+    .description("print one dead letter with its key, value (UTF-8 if valid, else base64) and headers")
+    .argument("<id>", "dead letter id (see `dead-letters list`)")
+    .addOption(new Option("--output <format>", "text or json").choices(["text", "json"]).default("text"))
+    .action(
+      action(async (id: string, flags: ConnectionFlags & { output: string }) => {
+        if (!/^\d{1,18}$/.test(id))
+          throw new ReplayableError(
+            "CONFIG_INVALID",
+            `<id>: "${id}" is not a dead letter id; ids are whole numbers`,
+          );
+        const config = configFrom(flags);
+        const pool = createPool({ connectionString: config.databaseUrl, max: 1 });
+        try {
+          const [letter] = await selectDeadLetters(pool, { ids: [id], state: "all" });
+          if (letter === undefined) throw new ReplayableError("NOT_FOUND", `no dead letter with id ${id}`);
+          if (flags.output === "json") printJson(letterJson(letter, true));
+          else process.stdout.write(showText(letter));
+        } finally {
+          await pool.end();
+        }
+      }),
+    );
+}
+
+function describeOutcome(outcome: RetryOutcome): string {
+  switch (outcome.kind) {
+    case "failed":
+      return `failed again: ${outcome.code}: ${outcome.message}`;
+    case "already_resolved":
+      return `already resolved (${outcome.resolution})`;
+    case "not_found":
+      return "not found";
+    case "duplicate":
+      return "duplicate: the event was applied from another record; resolved";
+    default:
+      return "applied; resolved";
+  }
+}
+
+function retryCommand(): Command {
+  return withFilters(new Command("retry"))
+    .description(
+      "re-apply unresolved dead letters through the dedupe transaction: applied once and resolved, or attempts + 1 (dry run unless --execute)",
+    )
+    .option("--execute", "retry them; without it, only list what would be retried")
+    .addOption(outputFlag())
+    .action(
+      action(async (flags: ChangeFlags) => {
+        const config = configFrom(flags, { REPLAYABLE_PROJECTION: flags.projection });
+        const projection = getProjection(config.projection);
+        const log = cliLogger(config);
+        const pool = createPool({ connectionString: config.databaseUrl, max: 1 });
+        try {
+          const letters = await selectDeadLetters(pool, filterFrom(flags, projection.name));
+          if (!flags.execute) {
+            dryRun("retry", letters, flags.output);
+            return;
+          }
+          const results: { id: string; offset: string; outcome: RetryOutcome }[] = [];
+          for (const letter of letters) {
+            const client = await pool.connect();
+            try {
+              const outcome = await retryDeadLetter({
+                client,
+                projection,
+                id: letter.id,
+                maxRecordBytes: config.maxRecordBytes,
+                resolvedBy: operator(),
+                log,
+              });
+              results.push({
+                id: letter.id,
+                offset: `${letter.record.topic}/${letter.record.partition}@${letter.record.offset}`,
+                outcome,
+              });
+            } finally {
+              client.release();
+            }
+          }
+          const count = (kind: RetryOutcome["kind"]) => results.filter((r) => r.outcome.kind === kind).length;
+          const failed = count("failed");
+          if (flags.output === "json")
+            printJson({ retried: results.length, results: results.map((r) => ({ id: r.id, ...r.outcome })) });
+          else {
+            printTable(
+              results.map((r) => ({ id: r.id, record: r.offset, outcome: describeOutcome(r.outcome) })),
+            );
+            process.stdout.write(
+              `retried ${results.length}: ${count("applied")} applied, ${count("duplicate")} duplicate, ${failed} failed again, ${count("already_resolved")} already resolved\n`,
+            );
+          }
+          if (failed > 0) {
+            process.stderr.write(
+              `replayable: ${failed} of ${results.length} dead letters failed again; see \`dead-letters show <id>\`\n`,
+            );
+            process.exitCode = 1;
+          }
+        } finally {
+          await pool.end();
+        }
+      }),
+    );
+}
+
+function discardCommand(): Command {
+  return withFilters(new Command("discard"))
+    .description(
+      "resolve unresolved dead letters as 'discarded' without applying them; the bytes stay unless --delete-bytes (dry run unless --execute)",
+    )
+    .option("--execute", "discard them; without it, only list what would be discarded")
+    .option("--delete-bytes", "also delete their key, value and headers (cannot be undone)")
+    .addOption(outputFlag())
+    .action(
+      action(async (flags: ChangeFlags) => {
+        const config = configFrom(flags, { REPLAYABLE_PROJECTION: flags.projection });
+        const projection = getProjection(config.projection);
+        const pool = createPool({ connectionString: config.databaseUrl, max: 1 });
+        try {
+          const letters = await selectDeadLetters(pool, filterFrom(flags, projection.name));
+          if (!flags.execute) {
+            dryRun(flags.deleteBytes ? "discard (deleting their bytes)" : "discard", letters, flags.output);
+            return;
+          }
+          let discarded = 0;
+          const by = operator();
+          for (const letter of letters) {
+            if (await resolveDeadLetter(pool, letter.id, "discarded", by, flags.deleteBytes === true))
+              discarded += 1;
+          }
+          if (flags.output === "json")
+            printJson({ discarded, ids: letters.map((l) => l.id), bytesDeleted: flags.deleteBytes === true });
+          else
+            process.stdout.write(
+              `discarded ${discarded} dead letter${discarded === 1 ? "" : "s"}${flags.deleteBytes ? " and deleted their bytes" : "; their bytes stay in replayable.dead_letters"}\n`,
+            );
+        } finally {
+          await pool.end();
+        }
+      }),
+    );
+}
+
+function dryRun(verb: string, letters: readonly DeadLetter[], output: string): void {
+  if (output === "json") {
+    printJson({
+      dryRun: true,
+      wouldAffect: letters.length,
+      deadLetters: letters.map((l) => letterJson(l, false)),
+    });
+    return;
+  }
+  printTable(letters.map(listRow));
+  process.stdout.write(
+    `dry run: would ${verb} ${letters.length} dead letter${letters.length === 1 ? "" : "s"}; add --execute to do it\n`,
+  );
+}
+
+/** Builds the `dead-letters` command and its subcommands. */
+export function deadLettersCommand(): Command {
+  return new Command("dead-letters")
+    .description("inspect, retry or discard the records that could not be applied (replayable.dead_letters)")
+    .addCommand(listCommand())
+    .addCommand(showCommand())
+    .addCommand(retryCommand())
+    .addCommand(discardCommand());
+}

@@ -1,0 +1,243 @@
+/**
+ * `replayable dead-letters list|show|retry|discard` run as a user runs them, in a subprocess,
+ * against dead letters a real consumer wrote.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { KafkaAdmin } from "../../../src/kafka/admin.js";
+import { produceRecords } from "../../../src/kafka/producer.js";
+import { runCli, startCli } from "../../helpers/process.js";
+import {
+  createTestDatabase,
+  testAdmin,
+  testKafka,
+  uniqueName,
+  waitForCaughtUp,
+  type TestDatabase,
+} from "../../helpers/stack.js";
+
+let db: TestDatabase;
+let admin: KafkaAdmin;
+let topic: string;
+const ids: Record<"notJson" | "tooLarge" | "binary" | "zero", string> = {
+  notJson: "",
+  tooLarge: "",
+  binary: "",
+  zero: "",
+};
+const binary = Buffer.from([0xde, 0xad, 0xbe, 0xef, 0x00, 0xff]);
+
+function ce(id: string): Record<string, string> {
+  return { ce_specversion: "1.0", ce_id: id, ce_type: "ledger.account.credited" };
+}
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  admin = await testAdmin();
+  topic = uniqueName("dl-cli");
+  await admin.createTopic(topic, 1);
+  await produceRecords(testKafka(), topic, [
+    { key: "acc-1", value: JSON.stringify({ account: "acc-1", amount: 10 }), headers: ce(`${topic}-1`) },
+    { key: "acc-1", value: '{"account":', headers: ce(`${topic}-2`) },
+    {
+      key: "acc-2",
+      value: JSON.stringify({ account: "acc-2", amount: 5, pad: "p".repeat(3000) }),
+      headers: ce(`${topic}-3`),
+    },
+    { key: binary, value: binary, headers: { ...ce(`${topic}-4`), trace: binary } },
+    { key: "acc-3", value: JSON.stringify({ account: "acc-3", amount: 0 }), headers: ce(`${topic}-5`) },
+  ]);
+  const group = uniqueName("g");
+  const consumer = startCli(
+    [
+      "run",
+      "--projection",
+      "ledger",
+      "--topic",
+      topic,
+      "--group",
+      group,
+      "--database-url",
+      db.url,
+      "--no-migrate",
+    ],
+    { REPLAYABLE_MAX_RECORD_BYTES: "2000" },
+  );
+  await waitForCaughtUp(admin, group, topic);
+  consumer.child.kill("SIGTERM");
+  await consumer.exited;
+  const rows = await db.pool.query<{ id: string; offset: string }>(
+    `SELECT id, "offset" FROM replayable.dead_letters ORDER BY "offset"`,
+  );
+  expect(rows.rows.map((r) => r.offset)).toEqual(["1", "2", "3", "4"]);
+  [ids.notJson, ids.tooLarge, ids.binary, ids.zero] = rows.rows.map((r) => r.id) as [
+    string,
+    string,
+    string,
+    string,
+  ];
+});
+
+afterAll(async () => {
+  await admin?.close();
+  await db?.drop();
+});
+
+function cli(...args: string[]) {
+  return runCli(["dead-letters", ...args, "--database-url", db.url]);
+}
+
+async function balance(account: string): Promise<string | undefined> {
+  const r = await db.pool.query<{ balance_cents: string }>(
+    "SELECT balance_cents FROM ledger.ledger_accounts WHERE account_id = $1",
+    [account],
+  );
+  return r.rows[0]?.balance_cents;
+}
+
+describe("dead-letters", () => {
+  it("list prints a table of the unresolved dead letters, oldest first", async () => {
+    const result = await cli("list", "--topic", topic);
+    expect(result.code).toBe(0);
+    const lines = result.stdout.trimEnd().split("\n");
+    expect(lines[0]).toMatch(
+      /^id\s+topic\s+partition\s+offset\s+code\s+attempts\s+created\s+state\s+message$/,
+    );
+    expect(lines.slice(1).map((l) => l.split(/\s+/)[4])).toEqual([
+      "DECODE_FAILED",
+      "RECORD_TOO_LARGE",
+      "DECODE_FAILED",
+      "DECODE_FAILED",
+    ]);
+    expect(lines[2]).toContain("over REPLAYABLE_MAX_RECORD_BYTES=2000");
+  });
+
+  it("list filters by code, partition and time, and prints JSON", async () => {
+    const json = await cli(
+      "list",
+      "--code",
+      "RECORD_TOO_LARGE",
+      "--partition",
+      "0",
+      "--since",
+      "1h",
+      "--output",
+      "json",
+    );
+    expect(json.code).toBe(0);
+    const letters = JSON.parse(json.stdout) as { id: string; offset: string; error: { code: string } }[];
+    expect(letters.map((l) => [l.id, l.offset, l.error.code])).toEqual([
+      [ids.tooLarge, "2", "RECORD_TOO_LARGE"],
+    ]);
+    expect((await cli("list", "--until", "2000-01-01")).stdout).toBe("(no rows)\n");
+    expect((await cli("list", "--partition", "1")).stdout).toBe("(no rows)\n");
+  });
+
+  it("list refuses a bad time, naming the flag and what is valid", async () => {
+    const result = await cli("list", "--since", "yesterday");
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain(
+      'replayable: --since: "yesterday" is not a time; give an ISO-8601 date-time such as 2026-01-31T12:00:00Z, or a duration back from now such as 90s, 15m, 2h or 7d',
+    );
+  });
+
+  it("show prints the key and value as UTF-8 when valid, else base64, and the headers", async () => {
+    const text = await cli("show", ids.binary);
+    expect(text.code).toBe(0);
+    expect(text.stdout).toContain(`dead letter ${ids.binary} (projection ledger)`);
+    expect(text.stdout).toContain(`  record      ${topic}/0@3`);
+    expect(text.stdout).toContain(`  key         (base64, 6 bytes) ${binary.toString("base64")}`);
+    expect(text.stdout).toContain(`  value       (base64, 6 bytes) ${binary.toString("base64")}`);
+    expect(text.stdout).toContain(`    ce_id: (utf8, ${`${topic}-4`.length} bytes) "${topic}-4"`);
+    expect(text.stdout).toContain(`    trace: (base64, 6 bytes) ${binary.toString("base64")}`);
+
+    const json = JSON.parse((await cli("show", ids.notJson, "--output", "json")).stdout) as {
+      key: { encoding: string; data: string };
+      value: { encoding: string; data: string };
+      error: { code: string; message: string };
+    };
+    expect(json.key).toEqual({ encoding: "utf8", data: "acc-1", bytes: 5 });
+    expect(json.value).toEqual({ encoding: "utf8", data: '{"account":', bytes: 11 });
+    expect(json.error.code).toBe("DECODE_FAILED");
+  });
+
+  it("show of an unknown id exits 1 with a clear message", async () => {
+    const result = await cli("show", "999999");
+    expect(result.code).toBe(1);
+    expect(result.stderr).toBe("replayable: no dead letter with id 999999\n");
+  });
+
+  it("retry is a dry run without --execute and changes nothing", async () => {
+    const result = await cli("retry", "--code", "RECORD_TOO_LARGE");
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain("dry run: would retry 1 dead letter; add --execute to do it");
+    const row = await db.pool.query(
+      "SELECT attempts, resolved_at FROM replayable.dead_letters WHERE id = $1",
+      [ids.tooLarge],
+    );
+    expect(row.rows[0]).toEqual({ attempts: 1, resolved_at: null });
+  });
+
+  it("retry --execute applies a record that now succeeds once and resolves it", async () => {
+    const result = await runCli(
+      ["dead-letters", "retry", "--id", ids.tooLarge, "--execute", "--database-url", db.url],
+      { REPLAYABLE_MAX_RECORD_BYTES: "100000" },
+    );
+    expect(result.stderr).toBe("");
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(new RegExp(`^${ids.tooLarge}\\s+${topic}/0@2\\s+applied; resolved$`, "m"));
+    expect(result.stdout).toContain("applied; resolved");
+    expect(result.stdout).toContain("retried 1: 1 applied, 0 duplicate, 0 failed again, 0 already resolved");
+    expect(await balance("acc-2")).toBe("5");
+    // Once: a second retry finds it resolved.
+    const again = await runCli(
+      ["dead-letters", "retry", "--id", ids.tooLarge, "--execute", "--database-url", db.url],
+      { REPLAYABLE_MAX_RECORD_BYTES: "100000" },
+    );
+    expect(again.stdout).toContain("retried 0:");
+    expect(await balance("acc-2")).toBe("5");
+    const resolved = JSON.parse((await cli("list", "--state", "resolved", "--output", "json")).stdout) as {
+      id: string;
+      state: string;
+      attempts: number;
+      resolvedBy: string;
+    }[];
+    expect(resolved.map((r) => [r.id, r.state, r.attempts])).toEqual([[ids.tooLarge, "applied", 2]]);
+    expect(resolved[0]!.resolvedBy).toMatch(/.+@.+/);
+  });
+
+  it("retry --execute of a record that fails again counts the attempt and exits 1", async () => {
+    const result = await cli("retry", "--id", ids.zero, "--execute");
+    expect(result.code).toBe(1);
+    expect(result.stdout).toContain(
+      "failed again: DECODE_FAILED: field amount must be a positive whole number",
+    );
+    expect(result.stderr).toContain("replayable: 1 of 1 dead letters failed again");
+    const row = await db.pool.query(
+      "SELECT attempts, resolved_at FROM replayable.dead_letters WHERE id = $1",
+      [ids.zero],
+    );
+    expect(row.rows[0]).toMatchObject({ attempts: 2, resolved_at: null });
+  });
+
+  it("discard marks resolved as discarded and keeps the bytes; --delete-bytes removes them", async () => {
+    const dry = await cli("discard", "--id", ids.notJson);
+    expect(dry.stdout).toContain("dry run: would discard 1 dead letter; add --execute to do it");
+    const kept = await cli("discard", "--id", ids.notJson, "--execute");
+    expect(kept.code).toBe(0);
+    expect(kept.stdout).toBe("discarded 1 dead letter; their bytes stay in replayable.dead_letters\n");
+    const deleted = await cli("discard", "--id", ids.binary, "--execute", "--delete-bytes");
+    expect(deleted.stdout).toBe("discarded 1 dead letter and deleted their bytes\n");
+    const rows = await db.pool.query<{ id: string; resolution: string; value: Buffer | null }>(
+      "SELECT id, resolution, value FROM replayable.dead_letters WHERE id = ANY($1::bigint[]) ORDER BY id",
+      [[ids.notJson, ids.binary]],
+    );
+    expect(rows.rows).toEqual([
+      { id: ids.notJson, resolution: "discarded", value: Buffer.from('{"account":') },
+      { id: ids.binary, resolution: "discarded", value: null },
+    ]);
+    expect((await cli("show", ids.binary)).stdout).toMatch(/ {2}bytes {7}deleted at /);
+    // Nothing left to retry but the zero amount.
+    const left = JSON.parse((await cli("list", "--output", "json")).stdout) as { id: string }[];
+    expect(left.map((l) => l.id)).toEqual([ids.zero]);
+  });
+});
