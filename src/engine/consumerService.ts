@@ -273,6 +273,11 @@ export class ConsumerService {
         `projection ${projection.name} is being rebuilt (another session holds its advisory lock); run again once \`replayable rebuild\` has finished`,
       );
     }
+    if (this.stopping !== undefined) {
+      // stop() ran while the lock was being taken again: an unreleased client would hold pool.end().
+      client.release();
+      return;
+    }
     this.lockClient = client;
   }
 
