@@ -169,4 +169,6 @@ export function initialiseMetrics(metrics: Metrics, topics: readonly string[]): 
   for (const reason of RETRY_REASONS) metrics.transactionRetries.inc({ reason }, 0);
   for (const result of COMMIT_RESULTS) metrics.offsetCommits.inc({ result }, 0);
   metrics.assignedPartitions.set(0);
+  metrics.pausedPartitions.set(0);
+  for (const result of ["published", "failed"]) metrics.dlqPublishes.inc({ result }, 0);
 }

@@ -127,7 +127,7 @@ describe("outages", () => {
     ).toBeGreaterThan(0);
     expect(await scrapeMetric(port, "replayable_records_dead_lettered_total")).toBe(0);
     // The session-level projection lock died with its connection and was taken again.
-    expect(cli.stderr()).toContain('"msg":"projection lock taken again"');
+    expect(cli.stderr()).toContain('"msg":"projection\'s shared advisory lock taken again"');
     expect(cli.stderr()).toContain('"msg":"partition resumed"');
     await waitFor("/readyz to answer 200 again", async () =>
       (await fetch(`http://127.0.0.1:${port}/readyz`)).status === 200 ? true : undefined,
