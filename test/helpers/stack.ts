@@ -3,6 +3,7 @@
  * (platformatic/kafka's and pg-boss's habit), so files run in parallel without sharing state.
  */
 import { randomBytes } from "node:crypto";
+import { afterAll, beforeAll, beforeEach, onTestFinished } from "vitest";
 import pg from "pg";
 import { createPool } from "../../src/db/pool.js";
 import { migrate } from "../../src/db/migrate.js";
@@ -112,4 +113,40 @@ export async function waitForCaughtUp(
     },
     timeoutMs,
   );
+}
+
+/** What {@link useStack} gives a test file: its admin client and the current test's database. */
+export interface Stack {
+  readonly admin: KafkaAdmin;
+  readonly db: TestDatabase;
+}
+
+/**
+ * Registers the hooks most integration files share: one Kafka admin client for the file and a
+ * fresh, migrated database for each test (dropped when the test finishes).
+ */
+export function useStack(): Stack {
+  let admin: KafkaAdmin | undefined;
+  let db: TestDatabase | undefined;
+  beforeAll(async () => {
+    admin = await testAdmin();
+  });
+  afterAll(async () => {
+    await admin?.close();
+  });
+  beforeEach(async () => {
+    const current = await createTestDatabase();
+    db = current;
+    onTestFinished(() => current.drop());
+  });
+  return {
+    get admin() {
+      if (admin === undefined) throw new Error("useStack: the admin client is made in beforeAll");
+      return admin;
+    },
+    get db() {
+      if (db === undefined) throw new Error("useStack: the database is made in beforeEach");
+      return db;
+    },
+  };
 }

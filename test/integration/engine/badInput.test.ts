@@ -4,9 +4,8 @@
  * replayable.dead_letters with its exact bytes (and on the DLQ topic), every good record is applied
  * once, every partition's committed offset reaches its end, and the process never restarts.
  */
-import { afterAll, beforeAll, beforeEach, expect, it, onTestFailed, onTestFinished } from "vitest";
+import { expect, it, onTestFailed, onTestFinished } from "vitest";
 import { DLQ_HEADERS } from "../../../src/kafka/deadLetterPublisher.js";
-import type { KafkaAdmin } from "../../../src/kafka/admin.js";
 import { produceRecords } from "../../../src/kafka/producer.js";
 import { readTopic } from "../../../src/kafka/readTopic.js";
 import { generateLedgerStream } from "../../../src/projections/ledger/generate.js";
@@ -19,31 +18,9 @@ import {
 import { combinedChecksum } from "../../helpers/expectedLedger.js";
 import { ledgerChecksumOf } from "../../helpers/ledger.js";
 import { scrapeMetric, startCli } from "../../helpers/process.js";
-import {
-  createTestDatabase,
-  testAdmin,
-  testKafka,
-  uniqueName,
-  waitForCaughtUp,
-  type TestDatabase,
-} from "../../helpers/stack.js";
+import { testKafka, uniqueName, waitForCaughtUp, useStack } from "../../helpers/stack.js";
 
-let db: TestDatabase;
-let admin: KafkaAdmin;
-
-beforeAll(async () => {
-  admin = await testAdmin();
-});
-
-afterAll(async () => {
-  await admin?.close();
-});
-
-beforeEach(async () => {
-  const current = await createTestDatabase();
-  db = current;
-  onTestFinished(() => current.drop());
-});
+const stack = useStack();
 
 /** Room for the 2 MiB record on the broker (default max.message.bytes is about 1 MB). */
 const LARGE = { "max.message.bytes": "4194304" };
@@ -76,8 +53,8 @@ it("every bad record is dead-lettered with its exact bytes, every good one appli
   const topic = uniqueName("bad-input");
   const dlqTopic = `${topic}.dlq`;
   const group = uniqueName("g");
-  await admin.createTopic(topic, 3, LARGE);
-  await admin.createTopic(dlqTopic, 1, LARGE);
+  await stack.admin.createTopic(topic, 3, LARGE);
+  await stack.admin.createTopic(dlqTopic, 1, LARGE);
 
   const kinds = loadBadInput();
   expect(kinds.size).toBeGreaterThanOrEqual(20);
@@ -110,7 +87,7 @@ it("every bad record is dead-lettered with its exact bytes, every good one appli
       "--group",
       group,
       "--database-url",
-      db.url,
+      stack.db.url,
       "--no-migrate",
     ],
     { REPLAYABLE_DLQ_TOPIC: dlqTopic, REPLAYABLE_MAX_BATCH_RECORDS: "50" },
@@ -126,7 +103,7 @@ it("every bad record is dead-lettered with its exact bytes, every good one appli
   });
   const port = await cli.metricsPort();
   // Committed offsets at the end of every partition: nothing blocked a partition.
-  await waitForCaughtUp(admin, group, topic, 180_000);
+  await waitForCaughtUp(stack.admin, group, topic, 180_000);
 
   // Every good record (and every fixture that should apply) applied exactly once.
   const effects = fixtures.flatMap((r) =>
@@ -134,11 +111,11 @@ it("every bad record is dead-lettered with its exact bytes, every good one appli
       ? [{ account: r.expect.applied.account, delta: BigInt(r.expect.applied.delta) }]
       : [],
   );
-  expect(await ledgerChecksumOf(db.pool)).toBe(combinedChecksum([good.expected], effects));
+  expect(await ledgerChecksumOf(stack.db.pool)).toBe(combinedChecksum([good.expected], effects));
 
   // Every bad record in dead letters, once, with its exact bytes, partition and error code.
   const rows = (
-    await db.pool.query<DeadLetterRow>(
+    await stack.db.pool.query<DeadLetterRow>(
       `SELECT id, partition, "offset", key, value, headers, error_code, error_message, attempts,
               record_timestamp, published_at
        FROM replayable.dead_letters WHERE topic = $1 ORDER BY id`,
@@ -203,7 +180,9 @@ it("every bad record is dead-lettered with its exact bytes, every good one appli
     for (const [header, values] of Object.entries(record.headers))
       expect(message.headers[header]).toEqual(values);
   }
-  const unpublished = await db.pool.query("SELECT 1 FROM replayable.dead_letters WHERE published_at IS NULL");
+  const unpublished = await stack.db.pool.query(
+    "SELECT 1 FROM replayable.dead_letters WHERE published_at IS NULL",
+  );
   expect(unpublished.rowCount).toBe(0);
 
   // No crash loop: the one process we started is still running and started once.

@@ -2,36 +2,12 @@
  * Crash tests against real Kafka and PostgreSQL: the consumer is a subprocess killed with SIGKILL
  * at a fail point, then restarted; the ledger must be exact and duplicates counted as DESIGN.md says.
  */
-import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFinished } from "vitest";
-import type { KafkaAdmin } from "../../../src/kafka/admin.js";
+import { describe, expect, it } from "vitest";
 import { eventIdCount, ledgerChecksumOf, produceLedger } from "../../helpers/ledger.js";
 import { scrapeMetric, startCli } from "../../helpers/process.js";
-import {
-  createTestDatabase,
-  testAdmin,
-  uniqueName,
-  waitFor,
-  waitForCaughtUp,
-  type TestDatabase,
-} from "../../helpers/stack.js";
+import { uniqueName, waitFor, waitForCaughtUp, useStack } from "../../helpers/stack.js";
 
-let db: TestDatabase;
-let admin: KafkaAdmin;
-
-beforeAll(async () => {
-  admin = await testAdmin();
-});
-
-afterAll(async () => {
-  await admin?.close();
-});
-
-// A database per test: the ledger's derived tables must hold one test's stream only.
-beforeEach(async () => {
-  const current = await createTestDatabase();
-  db = current;
-  onTestFinished(() => current.drop());
-});
+const stack = useStack();
 
 /** A short session timeout, so a member killed with SIGKILL leaves the group quickly (broker minimum 6 s). */
 const FAST_REJOIN = { REPLAYABLE_SESSION_TIMEOUT_MS: "6000", REPLAYABLE_HEARTBEAT_INTERVAL_MS: "1000" };
@@ -46,13 +22,13 @@ function runArgs(topic: string, group: string): string[] {
     "--group",
     group,
     "--database-url",
-    db.url,
+    stack.db.url,
     "--no-migrate",
   ];
 }
 
 async function checkpointSum(topic: string): Promise<bigint> {
-  const r = await db.pool.query<{ s: string | null }>(
+  const r = await stack.db.pool.query<{ s: string | null }>(
     "SELECT sum(next_offset)::text AS s FROM replayable.checkpoints WHERE topic = $1",
     [topic],
   );
@@ -63,7 +39,7 @@ describe("crash recovery", () => {
   it("kill -9 after the database COMMIT and before the offset commit: applied once, one duplicate counted", async () => {
     const topic = uniqueName("crash-after-commit");
     const group = uniqueName("g");
-    const stream = await produceLedger(admin, topic, { count: 40, partitions: 1, seed: 11 });
+    const stream = await produceLedger(stack.admin, topic, { count: 40, partitions: 1, seed: 11 });
 
     const crashing = startCli(runArgs(topic, group), {
       ...FAST_REJOIN,
@@ -74,15 +50,17 @@ describe("crash recovery", () => {
     expect(crashed.signal).toBe("SIGKILL");
     // The first record's transaction committed; its offset was never committed to Kafka.
     expect(await checkpointSum(topic)).toBe(1n);
-    expect(await admin.committedOffsets(group, [topic])).toEqual([{ topic, partition: 0, offset: "-1" }]);
+    expect(await stack.admin.committedOffsets(group, [topic])).toEqual([
+      { topic, partition: 0, offset: "-1" },
+    ]);
 
     const restarted = startCli(runArgs(topic, group));
     try {
       const port = await restarted.metricsPort();
-      await waitForCaughtUp(admin, group, topic);
+      await waitForCaughtUp(stack.admin, group, topic);
       expect(await scrapeMetric(port, "replayable_duplicates_total", { topic })).toBe(1);
       expect(await scrapeMetric(port, "replayable_records_applied_total", { topic })).toBe(39);
-      expect(await ledgerChecksumOf(db.pool)).toBe(stream.checksum);
+      expect(await ledgerChecksumOf(stack.db.pool)).toBe(stream.checksum);
     } finally {
       restarted.child.kill("SIGTERM");
       await restarted.exited;
@@ -92,7 +70,7 @@ describe("crash recovery", () => {
   it("a transaction that dies before COMMIT commits no offset; after restart: applied once, no duplicate", async () => {
     const topic = uniqueName("crash-before-commit");
     const group = uniqueName("g");
-    const stream = await produceLedger(admin, topic, { count: 30, partitions: 1, seed: 12 });
+    const stream = await produceLedger(stack.admin, topic, { count: 30, partitions: 1, seed: 12 });
 
     const crashing = startCli(runArgs(topic, group), {
       ...FAST_REJOIN,
@@ -100,15 +78,17 @@ describe("crash recovery", () => {
     });
     expect((await crashing.exited).signal).toBe("SIGKILL");
     expect(await checkpointSum(topic)).toBe(0n);
-    expect(await admin.committedOffsets(group, [topic])).toEqual([{ topic, partition: 0, offset: "-1" }]);
+    expect(await stack.admin.committedOffsets(group, [topic])).toEqual([
+      { topic, partition: 0, offset: "-1" },
+    ]);
 
     const restarted = startCli(runArgs(topic, group));
     try {
       const port = await restarted.metricsPort();
-      await waitForCaughtUp(admin, group, topic);
+      await waitForCaughtUp(stack.admin, group, topic);
       expect(await scrapeMetric(port, "replayable_duplicates_total")).toBe(0);
       expect(await scrapeMetric(port, "replayable_records_applied_total")).toBe(30);
-      expect(await ledgerChecksumOf(db.pool)).toBe(stream.checksum);
+      expect(await ledgerChecksumOf(stack.db.pool)).toBe(stream.checksum);
     } finally {
       restarted.child.kill("SIGTERM");
       await restarted.exited;
@@ -118,7 +98,7 @@ describe("crash recovery", () => {
   it("SIGTERM in the middle of a batch exits 0 within the shutdown timeout; nothing applied twice after restart", async () => {
     const topic = uniqueName("sigterm");
     const group = uniqueName("g");
-    const stream = await produceLedger(admin, topic, {
+    const stream = await produceLedger(stack.admin, topic, {
       count: 60,
       partitions: 2,
       seed: 13,
@@ -136,8 +116,8 @@ describe("crash recovery", () => {
     expect(result).toEqual({ code: 0, signal: null });
     expect(Date.now() - signalledAt).toBeLessThan(20_000);
     // The in-flight transaction finished and its offset was committed: no gap to re-read.
-    const committed = await admin.committedOffsets(group, [topic]);
-    const checkpoints = await db.pool.query<{ partition: number; next_offset: string }>(
+    const committed = await stack.admin.committedOffsets(group, [topic]);
+    const checkpoints = await stack.db.pool.query<{ partition: number; next_offset: string }>(
       "SELECT partition, next_offset FROM replayable.checkpoints WHERE topic = $1",
       [topic],
     );
@@ -148,10 +128,10 @@ describe("crash recovery", () => {
     const restarted = startCli(runArgs(topic, group));
     try {
       const port = await restarted.metricsPort();
-      await waitForCaughtUp(admin, group, topic);
+      await waitForCaughtUp(stack.admin, group, topic);
       expect(await scrapeMetric(port, "replayable_duplicates_total", { key: "offset" })).toBe(0);
-      expect(await ledgerChecksumOf(db.pool)).toBe(stream.checksum);
-      expect(await eventIdCount(db.pool)).toBe(stream.events);
+      expect(await ledgerChecksumOf(stack.db.pool)).toBe(stream.checksum);
+      expect(await eventIdCount(stack.db.pool)).toBe(stream.events);
     } finally {
       restarted.child.kill("SIGTERM");
       await restarted.exited;
@@ -161,22 +141,26 @@ describe("crash recovery", () => {
   it("clean stop and restart: the committed offset is last offset + 1 and nothing is redelivered", async () => {
     const topic = uniqueName("clean-stop");
     const group = uniqueName("g");
-    await produceLedger(admin, topic, { count: 25, partitions: 1, seed: 14 });
+    await produceLedger(stack.admin, topic, { count: 25, partitions: 1, seed: 14 });
     const first = startCli(runArgs(topic, group));
-    await waitForCaughtUp(admin, group, topic);
+    await waitForCaughtUp(stack.admin, group, topic);
     first.child.kill("SIGTERM");
     expect((await first.exited).code).toBe(0);
-    expect(await admin.committedOffsets(group, [topic])).toEqual([{ topic, partition: 0, offset: "25" }]);
+    expect(await stack.admin.committedOffsets(group, [topic])).toEqual([
+      { topic, partition: 0, offset: "25" },
+    ]);
 
     const second = startCli(runArgs(topic, group));
     try {
       const port = await second.metricsPort();
-      await produceLedger(admin, topic, { count: 1, partitions: 1, seed: 99, idPrefix: "late-" });
+      await produceLedger(stack.admin, topic, { count: 1, partitions: 1, seed: 99, idPrefix: "late-" });
       await waitFor("the late record to be applied", async () =>
         (await scrapeMetric(port, "replayable_records_applied_total")) === 1 ? true : undefined,
       );
       expect(await scrapeMetric(port, "replayable_duplicates_total")).toBe(0);
-      expect(await admin.committedOffsets(group, [topic])).toEqual([{ topic, partition: 0, offset: "26" }]);
+      expect(await stack.admin.committedOffsets(group, [topic])).toEqual([
+        { topic, partition: 0, offset: "26" },
+      ]);
     } finally {
       second.child.kill("SIGTERM");
       await second.exited;

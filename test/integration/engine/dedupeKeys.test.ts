@@ -4,39 +4,19 @@
  * and twice with `offset` dedupe. Also: a full replay (group reset to earliest) leaves the
  * derived tables identical and counts every re-read record as a duplicate.
  */
-import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFinished } from "vitest";
-import type { KafkaAdmin } from "../../../src/kafka/admin.js";
+import { describe, expect, it } from "vitest";
 import { produceRecords } from "../../../src/kafka/producer.js";
 import type { Projection } from "../../../src/projection.js";
 import { ledgerProjection } from "../../../src/projections/ledger/ledgerProjection.js";
 import { tableChecksums } from "../../../src/sql/tableChecksums.js";
 import { eventIdCount, ledgerChecksumOf, produceLedger } from "../../helpers/ledger.js";
 import { metricOf as metric, runUntilCaughtUp as runWith } from "../../helpers/inProcess.js";
-import {
-  createTestDatabase,
-  testAdmin,
-  testKafka,
-  uniqueName,
-  type TestDatabase,
-} from "../../helpers/stack.js";
+import { testKafka, uniqueName, useStack } from "../../helpers/stack.js";
 
-let admin: KafkaAdmin;
-let db: TestDatabase;
-
-beforeAll(async () => {
-  admin = await testAdmin();
-});
-afterAll(async () => {
-  await admin?.close();
-});
-beforeEach(async () => {
-  const current = await createTestDatabase();
-  db = current;
-  onTestFinished(() => current.drop());
-});
+const stack = useStack();
 
 function runUntilCaughtUp(projection: Projection<unknown>, topic: string, group: string) {
-  return runWith(admin, { projection, databaseUrl: db.url, topic, group });
+  return runWith(stack.admin, { projection, databaseUrl: stack.db.url, topic, group });
 }
 
 const credit = (id: string, amount: number) => ({
@@ -46,7 +26,7 @@ const credit = (id: string, amount: number) => ({
 });
 
 async function balance(): Promise<string | undefined> {
-  const r = await db.pool.query<{ balance_cents: string }>(
+  const r = await stack.db.pool.query<{ balance_cents: string }>(
     "SELECT balance_cents FROM ledger.ledger_accounts WHERE account_id = 'acc-1'",
   );
   return r.rows[0]?.balance_cents;
@@ -55,7 +35,7 @@ async function balance(): Promise<string | undefined> {
 describe("dedupe keys", () => {
   it("applies the same ce_id at two offsets once with event-id dedupe", async () => {
     const topic = uniqueName("same-id");
-    await admin.createTopic(topic, 1);
+    await stack.admin.createTopic(topic, 1);
     await produceRecords(testKafka(), topic, [credit("evt-1", 100), credit("evt-1", 100)]);
     const metrics = await runUntilCaughtUp(ledgerProjection, topic, uniqueName("g"));
     expect(await balance()).toBe("100");
@@ -65,7 +45,7 @@ describe("dedupe keys", () => {
 
   it("applies the same ce_id at two offsets twice with offset dedupe (the documented difference)", async () => {
     const topic = uniqueName("same-id-offset");
-    await admin.createTopic(topic, 1);
+    await stack.admin.createTopic(topic, 1);
     await produceRecords(testKafka(), topic, [credit("evt-1", 100), credit("evt-1", 100)]);
     const byOffset: Projection<unknown> = {
       ...ledgerProjection,
@@ -75,7 +55,7 @@ describe("dedupe keys", () => {
     expect(await balance()).toBe("200");
     expect(await metric(metrics, "replayable_duplicates_total", { topic })).toBe(0);
     expect(await metric(metrics, "replayable_records_applied_total", { topic })).toBe(2);
-    expect(await eventIdCount(db.pool)).toBe(0);
+    expect(await eventIdCount(stack.db.pool)).toBe(0);
   });
 });
 
@@ -84,7 +64,7 @@ describe("full replay", () => {
     const topic = uniqueName("replay");
     const group = uniqueName("g");
     // Produced before the group exists: a new group starts from the earliest offset.
-    const stream = await produceLedger(admin, topic, {
+    const stream = await produceLedger(stack.admin, topic, {
       count: 300,
       partitions: 3,
       duplicateRate: 0.1,
@@ -93,14 +73,14 @@ describe("full replay", () => {
     const first = await runUntilCaughtUp(ledgerProjection, topic, group);
     expect(await metric(first, "replayable_records_applied_total")).toBe(stream.events);
     expect(await metric(first, "replayable_duplicates_total", { key: "event_id" })).toBe(stream.duplicates);
-    expect(await ledgerChecksumOf(db.pool)).toBe(stream.checksum);
-    const before = await tableChecksums(db.pool, ledgerProjection.tables);
+    expect(await ledgerChecksumOf(stack.db.pool)).toBe(stream.checksum);
+    const before = await tableChecksums(stack.db.pool, ledgerProjection.tables);
 
-    for (const p of await admin.topicOffsets(topic)) {
-      await admin.setOffsets(group, topic, [{ partition: p.partition, offset: p.logStartOffset }]);
+    for (const p of await stack.admin.topicOffsets(topic)) {
+      await stack.admin.setOffsets(group, topic, [{ partition: p.partition, offset: p.logStartOffset }]);
     }
     const second = await runUntilCaughtUp(ledgerProjection, topic, group);
-    expect(await tableChecksums(db.pool, ledgerProjection.tables)).toEqual(before);
+    expect(await tableChecksums(stack.db.pool, ledgerProjection.tables)).toEqual(before);
     expect(await metric(second, "replayable_duplicates_total", { key: "offset" })).toBe(300);
     expect(await metric(second, "replayable_records_applied_total")).toBe(0);
   });

@@ -3,48 +3,24 @@
  * PostgreSQL, not only the batches: they show the lag before any batch has committed, and a
  * stopped member reports no partitions.
  */
-import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFinished } from "vitest";
+import { describe, expect, it, onTestFinished } from "vitest";
 import { loadConfig } from "../../../src/config.js";
 import { ConsumerService } from "../../../src/engine/consumerService.js";
-import type { KafkaAdmin } from "../../../src/kafka/admin.js";
 import { createLogger } from "../../../src/logger.js";
 import { ledgerProjection } from "../../../src/projections/ledger/ledgerProjection.js";
 import { produceLedger } from "../../helpers/ledger.js";
 import { scrapeMetric, startCli } from "../../helpers/process.js";
-import {
-  BROKERS,
-  createTestDatabase,
-  testAdmin,
-  uniqueName,
-  waitFor,
-  waitForCaughtUp,
-  type TestDatabase,
-} from "../../helpers/stack.js";
+import { BROKERS, uniqueName, waitFor, waitForCaughtUp, useStack } from "../../helpers/stack.js";
 
-let db: TestDatabase;
-let admin: KafkaAdmin;
-
-beforeAll(async () => {
-  admin = await testAdmin();
-});
-
-afterAll(async () => {
-  await admin?.close();
-});
-
-beforeEach(async () => {
-  const current = await createTestDatabase();
-  db = current;
-  onTestFinished(() => current.drop());
-});
+const stack = useStack();
 
 describe("partition gauges", () => {
   it("show the lag from the high watermark while the first transaction is still running", async () => {
     const topic = uniqueName("lag");
     const group = uniqueName("g");
-    await produceLedger(admin, topic, { count: 50, partitions: 1, seed: 61 });
+    await produceLedger(stack.admin, topic, { count: 50, partitions: 1, seed: 61 });
     const run = startCli(
-      ["run", "--projection", "ledger", "--topic", topic, "--group", group, "--database-url", db.url],
+      ["run", "--projection", "ledger", "--topic", topic, "--group", group, "--database-url", stack.db.url],
       { REPLAYABLE_FAILPOINTS: "in-apply=sleep:6000@1", REPLAYABLE_LAG_REFRESH_MS: "200" },
     );
     onTestFinished(() => run.kill());
@@ -59,7 +35,7 @@ describe("partition gauges", () => {
     expect(await scrapeMetric(port, "replayable_records_applied_total", { topic })).toBe(0);
     expect(await scrapeMetric(port, "replayable_assigned_partitions")).toBe(1);
 
-    await waitForCaughtUp(admin, group, topic);
+    await waitForCaughtUp(stack.admin, group, topic);
     await waitFor("lag 0, checkpoint 50, no gap", async () => {
       const labels = { topic, partition: "0" };
       const lag = await scrapeMetric(port, "replayable_consumer_lag_records", labels);
@@ -74,12 +50,12 @@ describe("partition gauges", () => {
   it("a stopped member reports 0 assigned partitions and no per-partition rows", async () => {
     const topic = uniqueName("stop");
     const group = uniqueName("g");
-    await produceLedger(admin, topic, { count: 20, partitions: 2, seed: 62 });
+    await produceLedger(stack.admin, topic, { count: 20, partitions: 2, seed: 62 });
     const config = loadConfig(
       {},
       {
         KAFKA_BROKERS: BROKERS.join(","),
-        DATABASE_URL: db.url,
+        DATABASE_URL: stack.db.url,
         REPLAYABLE_TOPICS: topic,
         REPLAYABLE_GROUP_ID: group,
         REPLAYABLE_LAG_REFRESH_MS: "200",
@@ -93,7 +69,7 @@ describe("partition gauges", () => {
     });
     onTestFinished(() => service.stop());
     await service.start();
-    await waitForCaughtUp(admin, group, topic);
+    await waitForCaughtUp(stack.admin, group, topic);
     const { metrics } = service;
     await waitFor("a lag row per partition", async () =>
       (await metrics.lag.get()).values.length === 2 ? true : undefined,

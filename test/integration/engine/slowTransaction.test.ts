@@ -3,34 +3,12 @@
  * applied once, the member stays in or rejoins the group, and the stream finishes (no endless
  * redelivery of the same batch).
  */
-import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFailed, onTestFinished } from "vitest";
-import type { KafkaAdmin } from "../../../src/kafka/admin.js";
+import { describe, expect, it, onTestFailed, onTestFinished } from "vitest";
 import { eventIdCount, ledgerChecksumOf, produceLedger } from "../../helpers/ledger.js";
 import { scrapeMetric, startCli } from "../../helpers/process.js";
-import {
-  createTestDatabase,
-  testAdmin,
-  uniqueName,
-  waitForCaughtUp,
-  type TestDatabase,
-} from "../../helpers/stack.js";
+import { uniqueName, waitForCaughtUp, useStack } from "../../helpers/stack.js";
 
-let db: TestDatabase;
-let admin: KafkaAdmin;
-
-beforeAll(async () => {
-  admin = await testAdmin();
-});
-
-afterAll(async () => {
-  await admin?.close();
-});
-
-beforeEach(async () => {
-  const current = await createTestDatabase();
-  db = current;
-  onTestFinished(() => current.drop());
-});
+const stack = useStack();
 
 const SESSION = { REPLAYABLE_SESSION_TIMEOUT_MS: "6000", REPLAYABLE_HEARTBEAT_INTERVAL_MS: "1000" };
 
@@ -45,7 +23,7 @@ function start(topic: string, group: string, failpoints: string) {
       "--group",
       group,
       "--database-url",
-      db.url,
+      stack.db.url,
       "--no-migrate",
     ],
     { ...SESSION, REPLAYABLE_MAX_BATCH_RECORDS: "10", REPLAYABLE_FAILPOINTS: failpoints },
@@ -66,7 +44,7 @@ describe("a transaction slower than the session timeout", () => {
   it("waiting (not blocking) 9 s: heartbeats continue during the transaction, so the member is never evicted", async () => {
     const topic = uniqueName("slow-tx");
     const group = uniqueName("g");
-    const stream = await produceLedger(admin, topic, {
+    const stream = await produceLedger(stack.admin, topic, {
       count: 60,
       partitions: 1,
       seed: 41,
@@ -75,10 +53,10 @@ describe("a transaction slower than the session timeout", () => {
     const cli = start(topic, group, "in-apply=sleep:9000@3");
     const port = await cli.metricsPort();
     await cli.waitForStderr("failpoint in-apply: sleep 9000ms");
-    await waitForCaughtUp(admin, group, topic);
+    await waitForCaughtUp(stack.admin, group, topic);
 
-    expect(await ledgerChecksumOf(db.pool)).toBe(stream.checksum);
-    expect(await eventIdCount(db.pool)).toBe(stream.events);
+    expect(await ledgerChecksumOf(stack.db.pool)).toBe(stream.checksum);
+    expect(await eventIdCount(stack.db.pool)).toBe(stream.events);
     expect(await scrapeMetric(port, "replayable_rebalances_total")).toBe(1);
     expect(
       await scrapeMetric(port, "replayable_offset_commits_total", { result: "skipped_rebalanced" }),
@@ -90,7 +68,7 @@ describe("a transaction slower than the session timeout", () => {
   it("blocking the event loop 9 s: the member is evicted, its offset commit is refused, it rejoins and re-reads the batch as duplicates", async () => {
     const topic = uniqueName("blocked-tx");
     const group = uniqueName("g");
-    const stream = await produceLedger(admin, topic, {
+    const stream = await produceLedger(stack.admin, topic, {
       count: 60,
       partitions: 1,
       seed: 42,
@@ -99,10 +77,10 @@ describe("a transaction slower than the session timeout", () => {
     const cli = start(topic, group, "in-apply=block:9000@3");
     const port = await cli.metricsPort();
     await cli.waitForStderr("failpoint in-apply: block 9000ms");
-    await waitForCaughtUp(admin, group, topic);
+    await waitForCaughtUp(stack.admin, group, topic);
 
-    expect(await ledgerChecksumOf(db.pool)).toBe(stream.checksum);
-    expect(await eventIdCount(db.pool)).toBe(stream.events);
+    expect(await ledgerChecksumOf(stack.db.pool)).toBe(stream.checksum);
+    expect(await eventIdCount(stack.db.pool)).toBe(stream.events);
     // Evicted and rejoined: a second join, the stale commit refused, the batch re-read and skipped by offset.
     expect(await scrapeMetric(port, "replayable_rebalances_total")).toBeGreaterThanOrEqual(2);
     const skipped = await scrapeMetric(port, "replayable_offset_commits_total", {

@@ -5,47 +5,23 @@
  * records re-read).
  */
 import { readFileSync } from "node:fs";
-import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFinished } from "vitest";
-import type { KafkaAdmin } from "../../../src/kafka/admin.js";
+import { describe, expect, it, onTestFinished } from "vitest";
 import { produceRecords } from "../../../src/kafka/producer.js";
 import { createMetrics } from "../../../src/metrics/metrics.js";
 import { offsetGaugeValue } from "../../../src/offsets.js";
 import { eventIdCount, ledgerChecksumOf, produceLedger } from "../../helpers/ledger.js";
 import { scrapeMetric, startCli, sumMetric, type CliProcess } from "../../helpers/process.js";
 import { promtoolCheckMetrics, startPrometheus } from "../../helpers/prometheus.js";
-import {
-  createTestDatabase,
-  testAdmin,
-  testKafka,
-  uniqueName,
-  waitFor,
-  waitForCaughtUp,
-  type TestDatabase,
-} from "../../helpers/stack.js";
+import { testKafka, uniqueName, waitFor, waitForCaughtUp, useStack } from "../../helpers/stack.js";
 
-let db: TestDatabase;
-let admin: KafkaAdmin;
-
-beforeAll(async () => {
-  admin = await testAdmin();
-});
-
-afterAll(async () => {
-  await admin?.close();
-});
-
-beforeEach(async () => {
-  const current = await createTestDatabase();
-  db = current;
-  onTestFinished(() => current.drop());
-});
+const stack = useStack();
 
 /** Fast gauge refreshes, so idle lag and checkpoints show within a second. */
 const FAST_GAUGES = { REPLAYABLE_LAG_REFRESH_MS: "300" };
 
 function startRun(topic: string, group: string): CliProcess {
   const run = startCli(
-    ["run", "--projection", "ledger", "--topic", topic, "--group", group, "--database-url", db.url],
+    ["run", "--projection", "ledger", "--topic", topic, "--group", group, "--database-url", stack.db.url],
     FAST_GAUGES,
   );
   onTestFinished(() => run.kill());
@@ -71,7 +47,7 @@ describe("Prometheus metrics", () => {
   it("/metrics passes promtool check metrics, and a real Prometheus server reads the duplicate counter", async () => {
     const topic = uniqueName("prom");
     const group = uniqueName("g");
-    const stream = await produceLedger(admin, topic, {
+    const stream = await produceLedger(stack.admin, topic, {
       count: 200,
       partitions: 2,
       seed: 31,
@@ -95,7 +71,7 @@ describe("Prometheus metrics", () => {
 
     const run = startRun(topic, group);
     const port = await run.metricsPort();
-    await waitForCaughtUp(admin, group, topic);
+    await waitForCaughtUp(stack.admin, group, topic);
     // The lag gauges are refreshed while idle: both partitions show 0.
     await waitFor("lag 0 on both partitions", async () => {
       const text = await metricsText(port);
@@ -162,7 +138,7 @@ describe("Prometheus metrics", () => {
   it("after a run and a replay from the earliest offset, the counters agree with the database", async () => {
     const topic = uniqueName("replay");
     const group = uniqueName("g");
-    const stream = await produceLedger(admin, topic, {
+    const stream = await produceLedger(stack.admin, topic, {
       count: 150,
       partitions: 2,
       seed: 32,
@@ -171,22 +147,22 @@ describe("Prometheus metrics", () => {
 
     const first = startRun(topic, group);
     const port = await first.metricsPort();
-    await waitForCaughtUp(admin, group, topic);
-    const rows = await eventIdCount(db.pool);
+    await waitForCaughtUp(stack.admin, group, topic);
+    const rows = await eventIdCount(stack.db.pool);
     expect(rows).toBe(stream.events);
     expect(await scrapeMetric(port, "replayable_records_applied_total", { topic })).toBe(rows);
     expect(await scrapeMetric(port, "replayable_duplicates_total", { topic })).toBe(stream.duplicates);
     expect(await scrapeMetric(port, "replayable_event_ids", { projection: "ledger" })).toBe(rows);
     await stopRun(first);
-    const checksum = await ledgerChecksumOf(db.pool);
+    const checksum = await ledgerChecksumOf(stack.db.pool);
     expect(checksum).toBe(stream.checksum);
 
     // Replay: the group is inactive; reset its offsets to the earliest, as `--reset-offsets --to-earliest` does.
     await waitFor("the group to have no members", async () =>
-      (await admin.describeGroup(group)).members.length === 0 ? true : undefined,
+      (await stack.admin.describeGroup(group)).members.length === 0 ? true : undefined,
     );
-    const ends = await admin.topicOffsets(topic);
-    await admin.setOffsets(
+    const ends = await stack.admin.topicOffsets(topic);
+    await stack.admin.setOffsets(
       group,
       topic,
       ends.map((e) => ({ partition: e.partition, offset: e.logStartOffset })),
@@ -194,18 +170,18 @@ describe("Prometheus metrics", () => {
 
     const second = startRun(topic, group);
     const port2 = await second.metricsPort();
-    await waitForCaughtUp(admin, group, topic);
+    await waitForCaughtUp(stack.admin, group, topic);
     // Every record was re-read and counted as a duplicate (below the checkpoint: key "offset"); nothing applied.
     expect(await scrapeMetric(port2, "replayable_duplicates_total", { topic })).toBe(stream.records.length);
     expect(await scrapeMetric(port2, "replayable_duplicates_total", { topic, key: "offset" })).toBe(
       stream.records.length,
     );
     expect(await scrapeMetric(port2, "replayable_records_applied_total", { topic })).toBe(0);
-    expect(await eventIdCount(db.pool)).toBe(rows);
+    expect(await eventIdCount(stack.db.pool)).toBe(rows);
     expect(await scrapeMetric(port2, "replayable_event_ids", { projection: "ledger" })).toBe(rows);
-    expect(await ledgerChecksumOf(db.pool)).toBe(checksum);
+    expect(await ledgerChecksumOf(stack.db.pool)).toBe(checksum);
     // Caught up again: the checkpoint gauges equal the database's checkpoints, and no gap is left.
-    const checkpoints = await db.pool.query<{ partition: number; next_offset: string }>(
+    const checkpoints = await stack.db.pool.query<{ partition: number; next_offset: string }>(
       "SELECT partition, next_offset FROM replayable.checkpoints WHERE topic = $1",
       [topic],
     );

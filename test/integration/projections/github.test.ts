@@ -6,34 +6,13 @@
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFinished } from "vitest";
-import type { KafkaAdmin } from "../../../src/kafka/admin.js";
+import { describe, expect, it } from "vitest";
 import { runCli, scrapeMetric, startCli } from "../../helpers/process.js";
-import {
-  createTestDatabase,
-  testAdmin,
-  uniqueName,
-  waitFor,
-  waitForCaughtUp,
-  type TestDatabase,
-} from "../../helpers/stack.js";
+import { uniqueName, waitFor, waitForCaughtUp, useStack } from "../../helpers/stack.js";
 
 const FILE = "data/github-events/2021-07-21-gharchive-800.jsonl";
 
-let admin: KafkaAdmin;
-let db: TestDatabase;
-
-beforeAll(async () => {
-  admin = await testAdmin();
-});
-afterAll(async () => {
-  await admin?.close();
-});
-beforeEach(async () => {
-  const current = await createTestDatabase();
-  db = current;
-  onTestFinished(() => current.drop());
-});
+const stack = useStack();
 
 interface ProduceSummary {
   records: number;
@@ -54,16 +33,16 @@ async function consume(topic: string): Promise<{ applied: number; eventIdDuplica
   const group = uniqueName("g");
   const member = startCli(
     ["run", "--projection", "github", "--topic", topic, "--group", group, "--no-migrate"],
-    { DATABASE_URL: db.url },
+    { DATABASE_URL: stack.db.url },
   );
   try {
     const port = await member.metricsPort();
-    await waitForCaughtUp(admin, group, topic);
+    await waitForCaughtUp(stack.admin, group, topic);
     // The counters follow the offset commit within a moment.
     const applied = await waitFor("the applied counter to settle", async () => {
       const a = await scrapeMetric(port, "replayable_records_applied_total", { topic });
       const d = await scrapeMetric(port, "replayable_duplicates_total", { topic });
-      const ends = await admin.topicOffsets(topic);
+      const ends = await stack.admin.topicOffsets(topic);
       const records = ends.reduce(
         (n, e) => n + Number(BigInt(e.highWatermark) - BigInt(e.logStartOffset)),
         0,
@@ -82,7 +61,7 @@ async function consume(topic: string): Promise<{ applied: number; eventIdDuplica
 }
 
 async function rows<T>(sql: string): Promise<T[]> {
-  return (await db.pool.query(sql)).rows as T[];
+  return (await stack.db.pool.query(sql)).rows as T[];
 }
 
 describe("github projection", () => {
@@ -139,7 +118,7 @@ describe("github projection", () => {
       "--output",
       "json",
       "--database-url",
-      db.url,
+      stack.db.url,
     ]);
     expect(checksum.code).toBe(0);
     expect((JSON.parse(checksum.stdout) as { stateChecksum: string }).stateChecksum).toBe(summary.checksum);
@@ -205,6 +184,6 @@ describe("github projection", () => {
     expect(badRate.code).toBe(2);
     expect(badRate.stderr).toContain("--duplicate-rate");
 
-    expect(await admin.listTopics()).not.toContain(topic);
+    expect(await stack.admin.listTopics()).not.toContain(topic);
   });
 });

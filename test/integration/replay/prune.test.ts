@@ -3,29 +3,13 @@
  * start offset, exactly the event-id rows first seen below it go; a replay afterwards applies
  * nothing twice.
  */
-import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFinished } from "vitest";
-import type { KafkaAdmin } from "../../../src/kafka/admin.js";
+import { describe, expect, it } from "vitest";
 import { ledgerChecksumOf, produceLedger } from "../../helpers/ledger.js";
 import { runCli } from "../../helpers/process.js";
 import { cliJson, runUntilRead } from "../../helpers/replay.js";
-import { createTestDatabase, testAdmin, uniqueName, type TestDatabase } from "../../helpers/stack.js";
+import { uniqueName, useStack } from "../../helpers/stack.js";
 
-let db: TestDatabase;
-let admin: KafkaAdmin;
-
-beforeAll(async () => {
-  admin = await testAdmin();
-});
-
-afterAll(async () => {
-  await admin?.close();
-});
-
-beforeEach(async () => {
-  const current = await createTestDatabase();
-  db = current;
-  onTestFinished(() => current.drop());
-});
+const stack = useStack();
 
 interface PruneJson {
   outcome: string;
@@ -42,7 +26,7 @@ interface PruneJson {
 
 async function eventRows(): Promise<{ event_id: string; partition: number; offset: string }[]> {
   return (
-    await db.pool.query<{ event_id: string; partition: number; offset: string }>(
+    await stack.db.pool.query<{ event_id: string; partition: number; offset: string }>(
       `SELECT event_id, partition, "offset" FROM replayable.processed_events WHERE projection = 'ledger' ORDER BY event_id`,
     )
   ).rows;
@@ -52,16 +36,16 @@ describe("prune", () => {
   it("deletes only the event ids first seen below the log start offset; a replay afterwards applies nothing twice", async () => {
     const topic = uniqueName("prune");
     const group = uniqueName("g");
-    const stream = await produceLedger(admin, topic, {
+    const stream = await produceLedger(stack.admin, topic, {
       count: 60,
       partitions: 2,
       seed: 61,
       duplicateRate: 0.15,
     });
-    await runUntilRead(admin, db.url, topic, group, 60);
+    await runUntilRead(stack.admin, stack.db.url, topic, group, 60);
     const before = await eventRows();
     expect(before).toHaveLength(stream.events);
-    await admin.deleteRecords(topic, [
+    await stack.admin.deleteRecords(topic, [
       { partition: 0, offset: "8" },
       { partition: 1, offset: "5" },
     ]);
@@ -70,7 +54,7 @@ describe("prune", () => {
     const gone = before.length - kept.length;
     expect(gone).toBeGreaterThan(0);
 
-    const args = ["prune", "--projection", "ledger", "--database-url", db.url];
+    const args = ["prune", "--projection", "ledger", "--database-url", stack.db.url];
     const dry = await runCli(args);
     expect(dry.code, dry.stderr).toBe(0);
     expect(dry.stdout).toContain(
@@ -110,15 +94,15 @@ describe("prune", () => {
       "--to-earliest",
       "--execute",
       "--database-url",
-      db.url,
+      stack.db.url,
     ]);
     expect(replay.code, replay.stderr).toBe(0);
-    expect(await runUntilRead(admin, db.url, topic, group, 60 - 13)).toEqual({
+    expect(await runUntilRead(stack.admin, stack.db.url, topic, group, 60 - 13)).toEqual({
       applied: 0,
       offsetDuplicates: 47,
       eventIdDuplicates: 0,
     });
-    expect(await ledgerChecksumOf(db.pool)).toBe(stream.checksum);
+    expect(await ledgerChecksumOf(stack.db.pool)).toBe(stream.checksum);
     expect(await eventRows()).toEqual(kept);
   });
 });

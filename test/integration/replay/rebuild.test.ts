@@ -4,29 +4,13 @@
  * `run` started during a rebuild fails clearly.
  */
 import { hostname, userInfo } from "node:os";
-import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFinished } from "vitest";
-import type { KafkaAdmin } from "../../../src/kafka/admin.js";
+import { describe, expect, it, onTestFinished } from "vitest";
 import { eventIdCount, ledgerChecksumOf, produceLedger } from "../../helpers/ledger.js";
 import { runCli, startCli } from "../../helpers/process.js";
 import { committedOf, runArgs, runUntilRead } from "../../helpers/replay.js";
-import { createTestDatabase, testAdmin, uniqueName, type TestDatabase } from "../../helpers/stack.js";
+import { uniqueName, useStack } from "../../helpers/stack.js";
 
-let db: TestDatabase;
-let admin: KafkaAdmin;
-
-beforeAll(async () => {
-  admin = await testAdmin();
-});
-
-afterAll(async () => {
-  await admin?.close();
-});
-
-beforeEach(async () => {
-  const current = await createTestDatabase();
-  db = current;
-  onTestFinished(() => current.drop());
-});
+const stack = useStack();
 
 function rebuildArgs(topic: string, group: string, ...rest: string[]): string[] {
   return [
@@ -38,18 +22,18 @@ function rebuildArgs(topic: string, group: string, ...rest: string[]): string[] 
     "--topic",
     topic,
     "--database-url",
-    db.url,
+    stack.db.url,
     ...rest,
   ];
 }
 
 async function count(sql: string): Promise<number> {
-  return (await db.pool.query<{ n: number }>(`SELECT (${sql})::int AS n`)).rows[0]!.n;
+  return (await stack.db.pool.query<{ n: number }>(`SELECT (${sql})::int AS n`)).rows[0]!.n;
 }
 
 async function rebuildRows() {
   return (
-    await db.pool.query<{
+    await stack.db.pool.query<{
       projection: string;
       group_id: string;
       os_user: string;
@@ -64,14 +48,14 @@ describe("rebuild", () => {
   it("recomputes the projection from the log: the derived tables equal the checksum taken before, with an audit row", async () => {
     const topic = uniqueName("rebuild");
     const group = uniqueName("g");
-    const stream = await produceLedger(admin, topic, {
+    const stream = await produceLedger(stack.admin, topic, {
       count: 40,
       partitions: 2,
       seed: 51,
       duplicateRate: 0.1,
     });
-    await runUntilRead(admin, db.url, topic, group, 40);
-    const before = await ledgerChecksumOf(db.pool);
+    await runUntilRead(stack.admin, stack.db.url, topic, group, 40);
+    const before = await ledgerChecksumOf(stack.db.pool);
     expect(before).toBe(stream.checksum);
 
     const dry = await runCli(rebuildArgs(topic, group));
@@ -93,8 +77,8 @@ describe("rebuild", () => {
     expect(await count("SELECT count(*) FROM ledger.ledger_accounts")).toBe(0);
     expect(await count("SELECT count(*) FROM ledger.ledger_orders")).toBe(0);
     expect(await count("SELECT count(*) FROM replayable.checkpoints")).toBe(0);
-    expect(await eventIdCount(db.pool)).toBe(0);
-    expect(await committedOf(admin, group, topic)).toEqual({ 0: "0", 1: "0" });
+    expect(await eventIdCount(stack.db.pool)).toBe(0);
+    expect(await committedOf(stack.admin, group, topic)).toEqual({ 0: "0", 1: "0" });
     const [audit] = await rebuildRows();
     expect(audit).toMatchObject({
       projection: "ledger",
@@ -109,21 +93,21 @@ describe("rebuild", () => {
     ]);
     expect(audit!.offsets.partitions.every((p) => p.from !== null && BigInt(p.from) > 0n)).toBe(true);
 
-    const counts = await runUntilRead(admin, db.url, topic, group, 40);
+    const counts = await runUntilRead(stack.admin, stack.db.url, topic, group, 40);
     expect(counts).toEqual({
       applied: stream.events,
       offsetDuplicates: 0,
       eventIdDuplicates: stream.duplicates,
     });
-    expect(await ledgerChecksumOf(db.pool)).toBe(before);
+    expect(await ledgerChecksumOf(stack.db.pool)).toBe(before);
   });
 
   it("refuses when records were deleted below a new log start offset, unless --force", async () => {
     const topic = uniqueName("rebuild-deleted");
     const group = uniqueName("g");
-    const stream = await produceLedger(admin, topic, { count: 30, partitions: 1, seed: 52 });
-    await runUntilRead(admin, db.url, topic, group, 30);
-    await admin.deleteRecords(topic, [{ partition: 0, offset: "10" }]);
+    const stream = await produceLedger(stack.admin, topic, { count: 30, partitions: 1, seed: 52 });
+    await runUntilRead(stack.admin, stack.db.url, topic, group, 30);
+    await stack.admin.deleteRecords(topic, [{ partition: 0, offset: "10" }]);
 
     const dry = await runCli(rebuildArgs(topic, group));
     expect(dry.code, dry.stderr).toBe(0);
@@ -136,16 +120,16 @@ describe("rebuild", () => {
     );
     expect(refused.stderr).toContain(`${topic}:0 log start offset 10: records 0 to 9 were deleted`);
     expect(refused.stderr).toContain("--force");
-    expect(await ledgerChecksumOf(db.pool)).toBe(stream.checksum);
-    expect(await eventIdCount(db.pool)).toBe(30);
-    expect(await committedOf(admin, group, topic)).toEqual({ 0: "30" });
+    expect(await ledgerChecksumOf(stack.db.pool)).toBe(stream.checksum);
+    expect(await eventIdCount(stack.db.pool)).toBe(30);
+    expect(await committedOf(stack.admin, group, topic)).toEqual({ 0: "30" });
     expect(await rebuildRows()).toEqual([]);
 
     const forced = await runCli(rebuildArgs(topic, group, "--execute", "--force"));
     expect(forced.code, forced.stderr).toBe(0);
-    expect(await committedOf(admin, group, topic)).toEqual({ 0: "10" });
+    expect(await committedOf(stack.admin, group, topic)).toEqual({ 0: "10" });
     expect(await rebuildRows()).toEqual([expect.objectContaining({ forced: 1 })]);
-    expect(await runUntilRead(admin, db.url, topic, group, 20)).toEqual({
+    expect(await runUntilRead(stack.admin, stack.db.url, topic, group, 20)).toEqual({
       applied: 20,
       offsetDuplicates: 0,
       eventIdDuplicates: 0,
@@ -155,8 +139,8 @@ describe("rebuild", () => {
   it("holds the projection's lock: a run or a second rebuild started meanwhile fails clearly", async () => {
     const topic = uniqueName("rebuild-locked");
     const group = uniqueName("g");
-    const stream = await produceLedger(admin, topic, { count: 10, partitions: 1, seed: 53 });
-    await runUntilRead(admin, db.url, topic, group, 10);
+    const stream = await produceLedger(stack.admin, topic, { count: 10, partitions: 1, seed: 53 });
+    await runUntilRead(stack.admin, stack.db.url, topic, group, 10);
 
     const rebuilding = startCli(rebuildArgs(topic, group, "--execute"), {
       LOG_LEVEL: "warn",
@@ -164,7 +148,7 @@ describe("rebuild", () => {
     });
     try {
       await rebuilding.waitForStderr("failpoint rebuild-locked: sleep");
-      const run = startCli(runArgs(db.url, topic, group));
+      const run = startCli(runArgs(stack.db.url, topic, group));
       onTestFinished(() => run.kill());
       const exit = await run.exited;
       expect(exit.code).toBe(1);
@@ -182,11 +166,11 @@ describe("rebuild", () => {
       await rebuilding.exited;
     }
     // Killed while holding the lock, before any change: the lock went with its session.
-    expect(await ledgerChecksumOf(db.pool)).toBe(stream.checksum);
-    expect(await committedOf(admin, group, topic)).toEqual({ 0: "10" });
+    expect(await ledgerChecksumOf(stack.db.pool)).toBe(stream.checksum);
+    expect(await committedOf(stack.admin, group, topic)).toEqual({ 0: "10" });
     const again = await runCli(rebuildArgs(topic, group, "--execute"));
     expect(again.code, again.stderr).toBe(0);
-    await runUntilRead(admin, db.url, topic, group, 10);
-    expect(await ledgerChecksumOf(db.pool)).toBe(stream.checksum);
+    await runUntilRead(stack.admin, stack.db.url, topic, group, 10);
+    expect(await ledgerChecksumOf(stack.db.pool)).toBe(stream.checksum);
   });
 });

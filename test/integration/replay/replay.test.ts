@@ -3,36 +3,13 @@
  * then `run`: the derived tables stay unchanged, the records re-read are counted as duplicates,
  * and the records past the checkpoint are applied once.
  */
-import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFinished } from "vitest";
-import type { KafkaAdmin } from "../../../src/kafka/admin.js";
+import { describe, expect, it } from "vitest";
 import { eventIdCount, ledgerChecksumOf, produceLedger } from "../../helpers/ledger.js";
 import { runCli, startCli } from "../../helpers/process.js";
 import { cliJson, combinedChecksum, committedOf, runArgs, runUntilRead } from "../../helpers/replay.js";
-import {
-  createTestDatabase,
-  testAdmin,
-  uniqueName,
-  waitFor,
-  waitForCaughtUp,
-  type TestDatabase,
-} from "../../helpers/stack.js";
+import { uniqueName, waitFor, waitForCaughtUp, useStack } from "../../helpers/stack.js";
 
-let db: TestDatabase;
-let admin: KafkaAdmin;
-
-beforeAll(async () => {
-  admin = await testAdmin();
-});
-
-afterAll(async () => {
-  await admin?.close();
-});
-
-beforeEach(async () => {
-  const current = await createTestDatabase();
-  db = current;
-  onTestFinished(() => current.drop());
-});
+const stack = useStack();
 
 interface PlanJson {
   outcome: string;
@@ -49,7 +26,7 @@ interface PlanJson {
 }
 
 function replayArgs(group: string, ...rest: string[]): string[] {
-  return ["replay", "--group", group, "--projection", "ledger", "--database-url", db.url, ...rest];
+  return ["replay", "--group", group, "--projection", "ledger", "--database-url", stack.db.url, ...rest];
 }
 
 /** Produces `count` records, applies them with one `run`, then produces `late` more records past the checkpoint. */
@@ -60,9 +37,16 @@ async function appliedThenLate(
   count: number,
   late: number,
 ) {
-  const first = await produceLedger(admin, topic, { count, partitions, seed: 21 });
-  expect(await runUntilRead(admin, db.url, topic, group, count)).toMatchObject({ applied: count });
-  const second = await produceLedger(admin, topic, { count: late, partitions, seed: 22, idPrefix: "late-" });
+  const first = await produceLedger(stack.admin, topic, { count, partitions, seed: 21 });
+  expect(await runUntilRead(stack.admin, stack.db.url, topic, group, count)).toMatchObject({
+    applied: count,
+  });
+  const second = await produceLedger(stack.admin, topic, {
+    count: late,
+    partitions,
+    seed: 22,
+    idPrefix: "late-",
+  });
   return { first, second, checksum: combinedChecksum(first, second) };
 }
 
@@ -71,8 +55,8 @@ describe("replay", () => {
     const topic = uniqueName("replay-earliest");
     const group = uniqueName("g");
     const { checksum } = await appliedThenLate(topic, group, 2, 40, 10);
-    const before = await committedOf(admin, group, topic);
-    const ledgerBefore = await ledgerChecksumOf(db.pool);
+    const before = await committedOf(stack.admin, group, topic);
+    const ledgerBefore = await ledgerChecksumOf(stack.db.pool);
 
     const dry = await runCli(replayArgs(group, "--topic", topic, "--to-earliest"));
     expect(dry.code, dry.stderr).toBe(0);
@@ -84,20 +68,20 @@ describe("replay", () => {
       "re-reads 40 records as duplicates (effects skipped), applies 10 for the first time, and skips 0 for good",
     );
     expect(dry.stdout).toContain("Add --execute to commit the new offsets.");
-    expect(await committedOf(admin, group, topic)).toEqual(before);
+    expect(await committedOf(stack.admin, group, topic)).toEqual(before);
 
     const executed = await cliJson<PlanJson>(
       replayArgs(group, "--topic", topic, "--to-earliest", "--execute"),
     );
     expect(executed.outcome).toBe("executed");
     expect(executed.totals).toEqual({ duplicates: "40", firstApplies: "10", skipped: "0" });
-    expect(await committedOf(admin, group, topic)).toEqual({ 0: "0", 1: "0" });
-    expect(await ledgerChecksumOf(db.pool)).toBe(ledgerBefore);
+    expect(await committedOf(stack.admin, group, topic)).toEqual({ 0: "0", 1: "0" });
+    expect(await ledgerChecksumOf(stack.db.pool)).toBe(ledgerBefore);
 
-    const counts = await runUntilRead(admin, db.url, topic, group, 50);
+    const counts = await runUntilRead(stack.admin, stack.db.url, topic, group, 50);
     expect(counts).toEqual({ applied: 10, offsetDuplicates: 40, eventIdDuplicates: 0 });
-    expect(await ledgerChecksumOf(db.pool)).toBe(checksum);
-    expect(await eventIdCount(db.pool)).toBe(50);
+    expect(await ledgerChecksumOf(stack.db.pool)).toBe(checksum);
+    expect(await eventIdCount(stack.db.pool)).toBe(50);
   });
 
   it("--to-offset: clamps an offset above 2^53 to the high watermark and warns of the skipped records; --to-offset 25 re-reads 15", async () => {
@@ -113,7 +97,7 @@ describe("replay", () => {
     expect(huge.stdout).toContain(
       `WARNING: ${topic}:0: the new offset 50 is past the checkpoint 40: up to 10 records before it will never be applied`,
     );
-    expect(await committedOf(admin, group, topic)).toEqual({ 0: "40" });
+    expect(await committedOf(stack.admin, group, topic)).toEqual({ 0: "40" });
 
     const executed = await cliJson<PlanJson>(
       replayArgs(group, "--topic", topic, "--to-offset", "25", "--execute"),
@@ -127,12 +111,12 @@ describe("replay", () => {
         firstApplies: "10",
       }),
     ]);
-    expect(await runUntilRead(admin, db.url, topic, group, 25)).toEqual({
+    expect(await runUntilRead(stack.admin, stack.db.url, topic, group, 25)).toEqual({
       applied: 10,
       offsetDuplicates: 15,
       eventIdDuplicates: 0,
     });
-    expect(await ledgerChecksumOf(db.pool)).toBe(checksum);
+    expect(await ledgerChecksumOf(stack.db.pool)).toBe(checksum);
   });
 
   it("--shift-by: moves the committed offset back, clamped at the log start offset", async () => {
@@ -149,28 +133,33 @@ describe("replay", () => {
     expect(executed.partitions).toEqual([
       expect.objectContaining({ newOffset: "25", duplicates: "15", firstApplies: "10" }),
     ]);
-    expect(await runUntilRead(admin, db.url, topic, group, 25)).toEqual({
+    expect(await runUntilRead(stack.admin, stack.db.url, topic, group, 25)).toEqual({
       applied: 10,
       offsetDuplicates: 15,
       eventIdDuplicates: 0,
     });
-    expect(await ledgerChecksumOf(db.pool)).toBe(checksum);
+    expect(await ledgerChecksumOf(stack.db.pool)).toBe(checksum);
   });
 
   it("--to-datetime: resets to the first record at or after the time; --by-duration counts back from now", async () => {
     const topic = uniqueName("replay-datetime");
     const group = uniqueName("g");
-    const early = await produceLedger(admin, topic, { count: 20, partitions: 1, seed: 31 });
+    const early = await produceLedger(stack.admin, topic, { count: 20, partitions: 1, seed: 31 });
     const cut = Date.now();
     await waitFor("the clock to pass the cut", () => (Date.now() > cut ? true : undefined), 5_000, 1);
-    const later = await produceLedger(admin, topic, {
+    const later = await produceLedger(stack.admin, topic, {
       count: 20,
       partitions: 1,
       seed: 32,
       idPrefix: "later-",
     });
-    expect(await runUntilRead(admin, db.url, topic, group, 40)).toMatchObject({ applied: 40 });
-    const late = await produceLedger(admin, topic, { count: 5, partitions: 1, seed: 33, idPrefix: "late-" });
+    expect(await runUntilRead(stack.admin, stack.db.url, topic, group, 40)).toMatchObject({ applied: 40 });
+    const late = await produceLedger(stack.admin, topic, {
+      count: 5,
+      partitions: 1,
+      seed: 33,
+      idPrefix: "late-",
+    });
 
     const day = await cliJson<PlanJson>(replayArgs(group, "--topic", topic, "--by-duration", "P1D"));
     expect(day.partitions[0]).toMatchObject({ newOffset: "0", duplicates: "40", firstApplies: "5" });
@@ -180,12 +169,12 @@ describe("replay", () => {
       replayArgs(group, "--topic", topic, "--to-datetime", at, "--execute"),
     );
     expect(executed.partitions[0]).toMatchObject({ newOffset: "20", duplicates: "20", firstApplies: "5" });
-    expect(await runUntilRead(admin, db.url, topic, group, 25)).toEqual({
+    expect(await runUntilRead(stack.admin, stack.db.url, topic, group, 25)).toEqual({
       applied: 5,
       offsetDuplicates: 20,
       eventIdDuplicates: 0,
     });
-    expect(await ledgerChecksumOf(db.pool)).toBe(combinedChecksum(early, later, late));
+    expect(await ledgerChecksumOf(stack.db.pool)).toBe(combinedChecksum(early, later, late));
   });
 
   it("reports bad flags with exit code 2, naming the flag", async () => {
@@ -207,11 +196,13 @@ describe("replay", () => {
   it("refuses --execute of replay and rebuild while a member runs, naming it; nothing changes", async () => {
     const topic = uniqueName("replay-active");
     const group = uniqueName("g");
-    const stream = await produceLedger(admin, topic, { count: 20, partitions: 1, seed: 41 });
-    const member = startCli(runArgs(db.url, topic, group));
+    const stream = await produceLedger(stack.admin, topic, { count: 20, partitions: 1, seed: 41 });
+    const member = startCli(runArgs(stack.db.url, topic, group));
     try {
-      await waitForCaughtUp(admin, group, topic);
-      const checkpoints = await db.pool.query("SELECT * FROM replayable.checkpoints ORDER BY partition");
+      await waitForCaughtUp(stack.admin, group, topic);
+      const checkpoints = await stack.db.pool.query(
+        "SELECT * FROM replayable.checkpoints ORDER BY partition",
+      );
 
       const dry = await runCli(replayArgs(group, "--topic", topic, "--to-earliest"));
       expect(dry.code, dry.stderr).toBe(0);
@@ -234,7 +225,7 @@ describe("replay", () => {
         "--topic",
         topic,
         "--database-url",
-        db.url,
+        stack.db.url,
         "--execute",
       ]);
       expect(rebuild.code).toBe(1);
@@ -243,13 +234,15 @@ describe("replay", () => {
       );
       expect(rebuild.stderr).toMatch(/memberId=\S+ clientId=replayable host=\S+/);
 
-      expect(await committedOf(admin, group, topic)).toEqual({ 0: "20" });
-      expect((await db.pool.query("SELECT * FROM replayable.checkpoints ORDER BY partition")).rows).toEqual(
-        checkpoints.rows,
-      );
-      expect(await ledgerChecksumOf(db.pool)).toBe(stream.checksum);
-      expect(await eventIdCount(db.pool)).toBe(20);
-      expect((await db.pool.query("SELECT count(*)::int AS n FROM replayable.rebuilds")).rows[0]).toEqual({
+      expect(await committedOf(stack.admin, group, topic)).toEqual({ 0: "20" });
+      expect(
+        (await stack.db.pool.query("SELECT * FROM replayable.checkpoints ORDER BY partition")).rows,
+      ).toEqual(checkpoints.rows);
+      expect(await ledgerChecksumOf(stack.db.pool)).toBe(stream.checksum);
+      expect(await eventIdCount(stack.db.pool)).toBe(20);
+      expect(
+        (await stack.db.pool.query("SELECT count(*)::int AS n FROM replayable.rebuilds")).rows[0],
+      ).toEqual({
         n: 0,
       });
     } finally {
