@@ -46,6 +46,11 @@ export function cliKafka(config: Config, log: Logger) {
   return createKafka({ brokers: config.kafka.brokers, clientId: `${config.kafka.clientId}-cli`, log });
 }
 
+/** The `--output table|json` option the reporting commands share (any other value is a usage error). */
+export function outputOption(): Option {
+  return new Option("--output <format>", "table or json").choices(["table", "json"]).default("table");
+}
+
 /** Prints rows as an aligned text table on stdout. */
 export function printTable(rows: readonly Record<string, string | number>[]): void {
   const first = rows[0];

@@ -1,5 +1,5 @@
 /** The `replayable` command line. */
-import { Command } from "commander";
+import { Command, CommanderError } from "commander";
 import { checksumCommand } from "./commands/checksum.js";
 import { deadLettersCommand } from "./commands/deadLetters.js";
 import { migrateCommand } from "./commands/migrate.js";
@@ -24,4 +24,17 @@ const program = new Command("replayable")
   .addCommand(pruneCommand())
   .addCommand(deadLettersCommand());
 
-await program.parseAsync(process.argv);
+/** Commander exits 1 on a usage error; ours is 2 (bad flags, like bad configuration), on every subcommand. */
+function usageErrorsExit2(command: Command): void {
+  command.exitOverride();
+  for (const sub of command.commands) usageErrorsExit2(sub);
+}
+usageErrorsExit2(program);
+
+try {
+  await program.parseAsync(process.argv);
+} catch (error) {
+  if (!(error instanceof CommanderError)) throw error;
+  // Commander has printed the message (and the help after it); --help and --version exit 0.
+  process.exitCode = error.exitCode === 0 ? 0 : 2;
+}

@@ -17,6 +17,7 @@ import type { Projection } from "../projection.js";
 import { countDedupeState, countTableRows } from "../sql/countRows.js";
 import { emptyProjection, type EmptiedProjection } from "../sql/emptyProjection.js";
 import { insertRebuild } from "../sql/insertRebuild.js";
+import { projectionTopics } from "./projectionTopics.js";
 import { readCheckpoints } from "../sql/readCheckpoints.js";
 import { projectionLockedMessage, withExclusiveProjectionLock } from "./exclusiveLock.js";
 import { groupActiveMessage } from "./groupActivity.js";
@@ -30,7 +31,10 @@ export interface RebuildOptions {
   readonly pool: pg.Pool;
   readonly projection: Pick<Projection<unknown>, "name" | "tables" | "defaultTopics">;
   readonly groupId: string;
-  /** The projection's topics; empty means its default topics. Topics it has checkpoints for are added. */
+  /**
+   * The projection's topics; empty means the group's committed topics and the projection's
+   * checkpointed topics (see projectionTopics.ts). Topics it has checkpoints for are always added.
+   */
   readonly topics: readonly string[];
   readonly execute: boolean;
   /** Rebuild even though history is gone (a log start offset above 0, a topic deleted). */
@@ -152,7 +156,7 @@ export async function planRebuild(
   db: pg.Pool | pg.ClientBase,
 ): Promise<RebuildPlan> {
   const { admin, projection, groupId } = options;
-  const named = options.topics.length > 0 ? options.topics : projection.defaultTopics;
+  const named = await projectionTopics(admin, db, projection, groupId, options.topics);
   const checkpointTopics = [...new Set((await readCheckpoints(db, projection.name)).map((c) => c.topic))];
   const missingTopics: string[] = [];
   const topics = [...named];

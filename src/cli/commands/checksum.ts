@@ -7,6 +7,7 @@ import { getProjection } from "../../projections/registry.js";
 import { tableChecksums } from "../../sql/tableChecksums.js";
 import {
   action,
+  outputOption,
   configFrom,
   printJson,
   printTable,
@@ -32,7 +33,7 @@ export function checksumCommand(): Command {
       "print row counts and MD5 checksums of the projection's derived tables, and the checksum `produce` predicts for them",
     )
     .option("--projection <name>", "projection (env REPLAYABLE_PROJECTION)")
-    .option("--output <format>", "table or json", "table")
+    .addOption(outputOption())
     .action(
       action(async (flags: ChecksumFlags) => {
         const config = configFrom(flags, { REPLAYABLE_PROJECTION: flags.projection });

@@ -13,6 +13,7 @@ import { resolveDeadLetter } from "../../sql/resolveDeadLetter.js";
 import { selectDeadLetters, type DeadLetter, type DeadLetterFilter } from "../../sql/selectDeadLetters.js";
 import {
   action,
+  outputOption,
   cliLogger,
   configFrom,
   intFlag,
@@ -99,7 +100,7 @@ function operator(): string {
 }
 
 function outputFlag(): Option {
-  return new Option("--output <format>", "table or json").choices(["table", "json"]).default("table");
+  return outputOption();
 }
 
 function listCommand(): Command {

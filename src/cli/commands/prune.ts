@@ -2,12 +2,13 @@
  * `replayable prune`: delete a projection's event-id rows whose source offset is below their
  * partition's log start offset (those records can never be read again). A dry run unless --execute.
  */
-import { Command, Option } from "commander";
+import { Command } from "commander";
 import { createPool } from "../../db/pool.js";
 import { KafkaAdmin } from "../../kafka/admin.js";
 import { prune } from "../../replay/prune.js";
 import {
   action,
+  outputOption,
   cliKafka,
   cliLogger,
   configFrom,
@@ -31,7 +32,7 @@ export function pruneCommand(): Command {
     )
     .requiredOption("--projection <name>", "projection whose event ids to prune")
     .option("--execute", "delete the rows (default: only count them)")
-    .addOption(new Option("--output <format>", "table or json").choices(["table", "json"]).default("table"))
+    .addOption(outputOption())
     .action(
       action(async (flags: PruneFlags) => {
         const config = configFrom(flags, { REPLAYABLE_PROJECTION: flags.projection });

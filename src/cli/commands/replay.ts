@@ -3,7 +3,7 @@
  * `kafka-consumer-groups --reset-offsets` (KIP-122), and show from the projection's checkpoints
  * what the next `run` re-reads as duplicates, applies for the first time, or skips for good.
  */
-import { Command, Option } from "commander";
+import { Command } from "commander";
 import { createPool } from "../../db/pool.js";
 import { ReplayableError } from "../../errors.js";
 import { KafkaAdmin } from "../../kafka/admin.js";
@@ -14,6 +14,7 @@ import { parseResetSpec, type ResetFlags } from "../../replay/resetSpec.js";
 import { parseTopicArgs } from "../../replay/topicPartitions.js";
 import {
   action,
+  outputOption,
   cliKafka,
   cliLogger,
   configFrom,
@@ -54,7 +55,7 @@ export function replayCommand(): Command {
     .option("--by-duration <d>", "reset to the first record at or after now minus PnDTnHnMnS, e.g. PT30M")
     .option("--execute", "commit the new offsets (refused while the group has members)")
     .option("--dry-run", "only show the plan (the default)")
-    .addOption(new Option("--output <format>", "table or json").choices(["table", "json"]).default("table"))
+    .addOption(outputOption())
     .option(
       "--projection <name>",
       "projection whose checkpoints the counts use (env REPLAYABLE_PROJECTION; default: the group id when it names a projection)",

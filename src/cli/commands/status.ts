@@ -4,9 +4,11 @@ import { createPool } from "../../db/pool.js";
 import { KafkaAdmin } from "../../kafka/admin.js";
 import { offsetDistance } from "../../offsets.js";
 import { getProjection } from "../../projections/registry.js";
+import { projectionTopics } from "../../replay/projectionTopics.js";
 import { readCheckpoints } from "../../sql/readCheckpoints.js";
 import {
   action,
+  outputOption,
   cliKafka,
   cliLogger,
   configFrom,
@@ -40,9 +42,12 @@ export function statusCommand(): Command {
   return withConnectionOptions(new Command("status"))
     .description("show per partition: log start offset, high watermark, committed offset, checkpoint and lag")
     .option("--projection <name>", "projection (env REPLAYABLE_PROJECTION)")
-    .option("--topic <topic...>", "topics (default: the projection's)")
+    .option(
+      "--topic <topic...>",
+      "topics (default: those the group has committed offsets for and the projection has checkpoints for, else the projection's default topics)",
+    )
     .option("--group <id>", "consumer group id (default: the projection name)")
-    .option("--output <format>", "table or json", "table")
+    .addOption(outputOption())
     .action(
       action(async (flags: StatusFlags) => {
         const config = configFrom(flags, {
@@ -51,11 +56,11 @@ export function statusCommand(): Command {
           REPLAYABLE_GROUP_ID: flags.group,
         });
         const projection = getProjection(config.projection);
-        const topics = config.topics.length > 0 ? config.topics : projection.defaultTopics;
         const log = cliLogger(config);
         const admin = await KafkaAdmin.connect(cliKafka(config, log));
         const pool = createPool({ connectionString: config.databaseUrl, max: 1 });
         try {
+          const topics = await projectionTopics(admin, pool, projection, config.groupId, config.topics);
           const rows: PartitionStatus[] = [];
           const committed = await admin.committedOffsets(config.groupId, topics);
           const checkpoints = await readCheckpoints(pool, projection.name);
