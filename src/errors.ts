@@ -98,7 +98,9 @@ export function classifyPgError(error: unknown): { kind: PgFailureKind; reason: 
   if (code?.startsWith("08") || code === "57P01" || code === "57P02" || code === "57P03")
     return { kind: "transient", reason: "connection" };
   if (code?.startsWith("53")) return { kind: "transient", reason: "unavailable" };
-  if (code?.startsWith("22") || code?.startsWith("23")) return { kind: "permanent", reason: "other" };
+  // 21000 cardinality_violation: e.g. two rows of one set-based upsert hit the same key.
+  if (code === "21000" || code?.startsWith("22") || code?.startsWith("23"))
+    return { kind: "permanent", reason: "other" };
   if (code === undefined && causes(error).some(isConnectionError))
     return { kind: "transient", reason: "connection" };
   return { kind: "fault", reason: "other" };

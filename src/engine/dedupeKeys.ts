@@ -1,5 +1,6 @@
 /** Extracting the event id a projection dedupes by, from a header or a JSON field (DESIGN.md "dedupe key"). */
 import { createHash } from "node:crypto";
+import { unstorableTextReason } from "../text.js";
 import { PermanentRecordError } from "../errors.js";
 import type { DedupeKey } from "../projection.js";
 import { headerText, type KafkaRecord } from "../record.js";
@@ -49,12 +50,8 @@ export function extractEventId(record: KafkaRecord, key: Exclude<DedupeKey, { ki
       `record has no ${where}: every record needs a non-empty event id`,
     );
   }
-  if (id.includes("\u0000")) {
-    throw new PermanentRecordError(
-      "EVENT_ID_MISSING",
-      `${where} holds a NUL character, which PostgreSQL text cannot store`,
-    );
-  }
+  const unstorable = unstorableTextReason(id);
+  if (unstorable !== undefined) throw new PermanentRecordError("EVENT_ID_MISSING", `${where} ${unstorable}`);
   if (id.length > MAX_EVENT_ID_LENGTH) {
     throw new PermanentRecordError("EVENT_ID_MISSING", `${where} is over ${MAX_EVENT_ID_LENGTH} characters`);
   }

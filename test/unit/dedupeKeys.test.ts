@@ -44,3 +44,17 @@ describe("extractEventId", () => {
     expect(valueDigest(rec(null))).toBeNull();
   });
 });
+
+describe("text PostgreSQL cannot store exactly (regression: lone surrogates became U+FFFD and collided)", () => {
+  it("refuses an event id with a lone surrogate or a NUL", () => {
+    expect(() => extractEventId(rec('{"id":"gh-\\ud800"}'), { kind: "event-id", field: "id" })).toThrow(
+      /lone UTF-16 surrogate/,
+    );
+    expect(() => extractEventId(rec('{"id":"gh-\\u0000"}'), { kind: "event-id", field: "id" })).toThrow(
+      /NUL/,
+    );
+    expect(extractEventId(rec('{"id":"gh-\\ud83d\\ude00"}'), { kind: "event-id", field: "id" })).toBe(
+      "gh-😀",
+    );
+  });
+});

@@ -113,6 +113,7 @@ describe("classifyPgError", () => {
     ["53300", "transient", "unavailable"],
     ["23505", "permanent", "other"],
     ["22021", "permanent", "other"],
+    ["21000", "permanent", "other"],
     ["42P01", "fault", "other"],
   ])("SQLSTATE %s is %s (%s)", (code, kind, reason) => {
     expect(classifyPgError(pgErrorOf(code))).toEqual({ kind, reason });

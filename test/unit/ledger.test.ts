@@ -73,3 +73,11 @@ describe("generateLedgerStream", () => {
     expect(ledgerChecksum({ balances: new Map([["a", 2n]]), orders: new Map() })).not.toBe(two);
   });
 });
+
+describe("decodeLedgerEvent and unstorable text", () => {
+  it("dead-letters an account with a lone surrogate instead of merging it into U+FFFD", () => {
+    expect(() =>
+      decodeLedgerEvent(rec("ledger.account.credited", '{"account":"acc-\\ud800","amount":13}')),
+    ).toThrow(/field account holds a lone UTF-16 surrogate/);
+  });
+});
