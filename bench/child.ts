@@ -5,6 +5,7 @@
  */
 import { createLogger } from "../src/logger.js";
 import { ledgerPerRecordProjection, ledgerProjection } from "../src/projections/ledger/ledgerProjection.js";
+import { PostgresCpuSampler } from "./postgresCpu.js";
 import { RESULT_MARKER, peakRssBytes, type ScenarioMeasurement, type ScenarioSpec } from "./scenario.js";
 import { runNaive } from "./scenarios/naive.js";
 import { runRawKafkajs } from "./scenarios/rawKafkajs.js";
@@ -18,6 +19,8 @@ async function main(): Promise<void> {
   const spec = JSON.parse(text) as ScenarioSpec;
   const log = createLogger(process.env.LOG_LEVEL ?? "warn", { scenario: spec.scenario });
   const tally = new Tally(spec);
+  const postgresCpu = spec.databaseUrl === "" ? undefined : new PostgresCpuSampler(spec.databaseUrl);
+  await postgresCpu?.start();
   switch (spec.scenario) {
     case "raw":
       await runRawKafkajs(spec, tally, log);
@@ -33,7 +36,12 @@ async function main(): Promise<void> {
       await runReplayable(spec, ledgerProjection, tally, log);
       break;
   }
-  const measurement: ScenarioMeasurement = { ...tally.measurement(), peakRssBytes: peakRssBytes() };
+  const postgresCpuMs = (await postgresCpu?.stop()) ?? null;
+  const measurement: ScenarioMeasurement = {
+    ...tally.measurement(),
+    postgresCpuMs,
+    peakRssBytes: peakRssBytes(),
+  };
   process.stdout.write(`${RESULT_MARKER}${JSON.stringify(measurement)}\n`);
 }
 

@@ -197,7 +197,11 @@ async function main(): Promise<void> {
         "p50 ms": m.batchP50Ms.toFixed(1),
         "p99 ms": m.batchP99Ms.toFixed(1),
         "peak RSS MB": mb(m.peakRssBytes),
-        "CPU µs/record": m.records > 0 ? ((m.cpuMs * 1000) / m.records).toFixed(1) : "-",
+        "Node CPU µs/rec": m.records > 0 ? ((m.cpuMs * 1000) / m.records).toFixed(1) : "-",
+        "PG CPU µs/rec":
+          m.postgresCpuMs === null || m.records === 0
+            ? "-"
+            : ((m.postgresCpuMs * 1000) / m.records).toFixed(1),
       };
     });
     process.stdout.write(`\n${table(rows)}\n`);

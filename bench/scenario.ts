@@ -46,6 +46,11 @@ export interface ScenarioMeasurement {
   readonly firstBatchMs: number;
   /** CPU time (user + system) the subprocess used over elapsedMs, ms: less sensitive to a busy machine. */
   readonly cpuMs: number;
+  /**
+   * CPU time of PostgreSQL's processes for the scenario's database (backends and autovacuum), ms,
+   * over the whole subprocess; null without a database or when PostgreSQL is not on this machine.
+   */
+  readonly postgresCpuMs: number | null;
   readonly batchP50Ms: number;
   readonly batchP99Ms: number;
   /** VmHWM of the subprocess (peak resident set size), bytes. */

@@ -69,8 +69,8 @@ export class Tally {
       this.finish();
   }
 
-  /** The measurement so far (without peak RSS, which the subprocess adds last). */
-  measurement(): Omit<ScenarioMeasurement, "peakRssBytes"> {
+  /** The measurement so far (without peak RSS and PostgreSQL CPU, which the subprocess adds last). */
+  measurement(): Omit<ScenarioMeasurement, "peakRssBytes" | "postgresCpuMs"> {
     const first = this.joinedAt ?? this.first ?? this.startedAt;
     return {
       records: this.records,
