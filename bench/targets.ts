@@ -57,7 +57,7 @@ export function evaluateTargets(input: TargetInput): TargetResult[] {
     const value = recordsPerSecond(y) > 0 ? recordsPerSecond(x) / recordsPerSecond(y) : 0;
     results.push({
       name,
-      value: value.toFixed(2),
+      value: value.toFixed(3),
       required: `>= ${atLeast}`,
       status: value >= atLeast ? "met" : "missed",
     });
