@@ -3,10 +3,9 @@
  * without a database round trip) never skips a record at or above the partition's checkpoint,
  * including after the partition was handed to another member and back.
  */
-import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
+import { describe, expect, it, onTestFinished } from "vitest";
 import { loadConfig } from "../../../src/config.js";
 import { ConsumerService, type BatchCommitted } from "../../../src/engine/consumerService.js";
-import type { KafkaAdmin } from "../../../src/kafka/admin.js";
 import { produceRecords, type ProducerRecord } from "../../../src/kafka/producer.js";
 import { createLogger } from "../../../src/logger.js";
 import { generateLedgerStream } from "../../../src/projections/ledger/generate.js";
@@ -16,29 +15,15 @@ import { eventIdCount, ledgerChecksumOf } from "../../helpers/ledger.js";
 import { runCli, startCli, type CliProcess } from "../../helpers/process.js";
 import {
   BROKERS,
-  createTestDatabase,
-  testAdmin,
   testKafka,
   uniqueName,
+  useStack,
   waitFor,
   waitForCaughtUp,
   type TestDatabase,
 } from "../../helpers/stack.js";
 
-let admin: KafkaAdmin;
-
-beforeAll(async () => {
-  admin = await testAdmin();
-});
-afterAll(async () => {
-  await admin?.close();
-});
-
-async function freshDatabase(): Promise<TestDatabase> {
-  const db = await createTestDatabase();
-  onTestFinished(() => db.drop());
-  return db;
-}
+const stack = useStack();
 
 /** Produces in sends of 10 records, so a fetch of REPLAYABLE_MAX_BATCH_BYTES=1024 holds a few records. */
 async function produceSmallBatches(topic: string, records: readonly ProducerRecord[]): Promise<void> {
@@ -46,8 +31,8 @@ async function produceSmallBatches(topic: string, records: readonly ProducerReco
 }
 
 async function resetToEarliest(group: string, topic: string): Promise<void> {
-  const offsets = await admin.topicOffsets(topic);
-  await admin.setOffsets(
+  const offsets = await stack.admin.topicOffsets(topic);
+  await stack.admin.setOffsets(
     group,
     topic,
     offsets.map((o) => ({ partition: o.partition, offset: o.logStartOffset })),
@@ -57,7 +42,7 @@ async function resetToEarliest(group: string, topic: string): Promise<void> {
 async function waitForEmptyGroup(group: string, timeoutMs = 60_000): Promise<void> {
   await waitFor(
     `group ${group} to have no members`,
-    async () => ((await admin.describeGroup(group)).members.length === 0 ? true : undefined),
+    async () => ((await stack.admin.describeGroup(group)).members.length === 0 ? true : undefined),
     timeoutMs,
   );
 }
@@ -106,7 +91,7 @@ function member(db: TestDatabase, topic: string, group: string, events: BatchCom
 
 describe("replay fast path", () => {
   it("re-reads the checkpoint after an assignment: a member frozen past its session timeout, its partitions handed to another member and back, the projection rebuilt meanwhile, applies everything again", async () => {
-    const db = await freshDatabase();
+    const { admin, db } = stack;
     const topic = uniqueName("fastpath-pause");
     const group = uniqueName("g");
     await admin.createTopic(topic, 2);
@@ -190,7 +175,7 @@ describe("replay fast path", () => {
   });
 
   it("skips only batches below the checkpoint during a replay while the partitions move between two members", async () => {
-    const db = await freshDatabase();
+    const { admin, db } = stack;
     const topic = uniqueName("fastpath-replay");
     const group = uniqueName("g");
     await admin.createTopic(topic, 4);
