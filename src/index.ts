@@ -16,6 +16,7 @@ export { headerText } from "./record.js";
 export type { ApplyContext, DecodedRecord, DedupeKey, Projection } from "./projection.js";
 export {
   ConsumerService,
+  type BatchCommitted,
   type ConsumerServiceOptions,
   type ServiceOutcome,
 } from "./engine/consumerService.js";

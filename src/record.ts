@@ -23,8 +23,10 @@ export function headerText(record: KafkaRecord, name: string): string | undefine
 /** Size of a record in bytes: key + value + header names and values. */
 export function recordBytes(record: KafkaRecord): number {
   let size = (record.key?.length ?? 0) + (record.value?.length ?? 0);
-  for (const [name, values] of Object.entries(record.headers)) {
-    for (const v of values) size += name.length + v.length;
+  // for…in, not Object.entries: this runs for every record, twice, and allocates nothing.
+  for (const name in record.headers) {
+    const values = record.headers[name]!;
+    for (let i = 0; i < values.length; i++) size += name.length + values[i]!.length;
   }
   return size;
 }

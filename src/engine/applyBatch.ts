@@ -8,7 +8,7 @@ import type { Logger } from "pino";
 import type { ErrorCode } from "../errors.js";
 import { failpoint } from "../failpoints.js";
 import type { DuplicateKeyKind } from "../metrics/metrics.js";
-import { compareOffsets, nextOffset, offsetDistance } from "../offsets.js";
+import { compareOffsets, nextOffset, parseOffset } from "../offsets.js";
 import type { Projection } from "../projection.js";
 import type { KafkaRecord } from "../record.js";
 import { advanceCheckpoint } from "../sql/advanceCheckpoint.js";
@@ -89,7 +89,8 @@ async function inTransaction<T>(input: ApplyBatchInput<T>, last: KafkaRecord): P
       : checkpointAheadOfLog(projection.name, topic, partition, checkpoint, input.highWatermark);
   if (ahead !== undefined) throw ahead;
   // Step 3: below the checkpoint means applied (or dead-lettered) already.
-  const fresh = records.filter((r) => offsetDistance(r.offset, checkpoint) >= 0n);
+  const below = parseOffset(checkpoint, "checkpoint");
+  const fresh = records.filter((r) => parseOffset(r.offset) >= below);
   const deadLettered: DeadLettered[] = [];
   // Steps 4–5, shared with `dead-letters retry`.
   const result = await applyRecords({

@@ -1,6 +1,8 @@
 /**
  * The consumer service: a consumer group member that applies each partition's batches with
  * {@link applyBatch} and commits Kafka offsets only after the database COMMIT (DESIGN.md step 8).
+ * Replay fast path: a batch entirely below the partition's checkpoint as this member last committed
+ * it ({@link CheckpointCache}) is counted as duplicates without a database round trip.
  * `start()` and `stop()` are idempotent; stop runs in reverse order of start.
  */
 import { setTimeout as sleep } from "node:timers/promises";
@@ -14,16 +16,24 @@ import { KafkaAdmin } from "../kafka/admin.js";
 import { createKafka } from "../kafka/client.js";
 import { DeadLetterPublisher } from "../kafka/deadLetterPublisher.js";
 import { withBindings } from "../logger.js";
-import { GroupConsumer, type BatchControl, type PartitionBatch } from "../kafka/groupConsumer.js";
-import { createMetrics, initialiseMetrics, type Metrics } from "../metrics/metrics.js";
+import {
+  GroupConsumer,
+  type BatchControl,
+  type CommitResult,
+  type PartitionBatch,
+} from "../kafka/groupConsumer.js";
+import { createMetrics, initialiseMetrics, type DuplicateKeyKind, type Metrics } from "../metrics/metrics.js";
 import { startHttpServer, type HttpServer, type Readiness } from "../metrics/server.js";
+import { nextOffset } from "../offsets.js";
 import type { Projection } from "../projection.js";
+import type { KafkaRecord } from "../record.js";
 import { projectionLock, tryAdvisoryLock } from "../sql/advisoryLocks.js";
 import { markDeadLettersPublished } from "../sql/markDeadLettersPublished.js";
 import { readCheckpoints } from "../sql/readCheckpoints.js";
 import { applyBatch, type BatchResult } from "./applyBatch.js";
 import { backoffDelayMs } from "./backoff.js";
 import { checkpointAheadOfLog } from "./checkpointAheadOfLog.js";
+import { CheckpointCache } from "./checkpointCache.js";
 import { chunkRecords } from "./chunk.js";
 import { EventIdGauge } from "./eventIdGauge.js";
 import { LagMonitor } from "./lagMonitor.js";
@@ -39,6 +49,32 @@ export interface ConsumerServiceOptions {
   readonly http?: boolean;
   /** Metrics to update; default a new registry. */
   readonly metrics?: Metrics;
+  /**
+   * Called after each committed transaction (and each batch the replay fast path skipped), once
+   * its Kafka offset commit was attempted. For benchmarks and observers; an exception it throws is
+   * logged and ignored.
+   */
+  readonly onBatchCommitted?: (event: BatchCommitted) => void;
+  /** Called on every group join (rebalance) with this member's assignment: topic → partitions. */
+  readonly onAssignment?: (assignment: Readonly<Record<string, readonly number[]>>) => void;
+}
+
+/** What {@link ConsumerServiceOptions.onBatchCommitted} reports about one transaction. */
+export interface BatchCommitted {
+  readonly topic: string;
+  readonly partition: number;
+  readonly firstOffset: string;
+  readonly lastOffset: string;
+  /** Records in the transaction (or in the skipped batch). */
+  readonly records: number;
+  readonly applied: number;
+  readonly duplicates: Readonly<Record<DuplicateKeyKind, number>>;
+  readonly deadLettered: number;
+  /** From the first attempt's start to the end of the offset commit, in ms (retries in place included). */
+  readonly durationMs: number;
+  /** True when the batch lay entirely below the cached checkpoint: no database round trip. */
+  readonly fastPath: boolean;
+  readonly offsetCommit: CommitResult;
 }
 
 /**
@@ -87,6 +123,8 @@ export class ConsumerService {
   /** Consecutive failed transactions per `topic/partition`: the back-off exponent. */
   private readonly failures = new Map<string, number>();
   private readonly dlq: DeadLetterPublisher | undefined;
+  /** The replay fast path's cached checkpoints, dropped on every assignment. */
+  private readonly checkpoints = new CheckpointCache();
 
   constructor(private readonly options: ConsumerServiceOptions) {
     const { config, projection } = options;
@@ -150,6 +188,8 @@ export class ConsumerService {
       log,
       onBatch: (batch, control) => this.onBatch(batch, control),
       onAssignment: (assignment) => {
+        this.checkpoints.reset();
+        options.onAssignment?.(assignment);
         this.metrics.rebalances.inc();
         this.lagMonitor.assign(assignment);
         void this.checkAssignment(assignment);
@@ -387,22 +427,65 @@ export class ConsumerService {
 
   private async onBatch(batch: PartitionBatch, control: BatchControl): Promise<void> {
     const { config } = this.options;
-    const log = this.log.child({ topic: batch.topic, partition: batch.partition });
-    for (const chunk of chunkRecords(batch.records, config.maxBatchRecords, config.maxBatchBytes)) {
+    const { topic, partition, highWatermark } = batch;
+    const log = this.log.child({ topic, partition });
+    // Replay fast path: a fetched batch entirely below the cached checkpoint is skipped whole,
+    // with one offset commit and without converting its records.
+    const chunks: readonly Chunk[] =
+      this.checkpoints.checkpointCovering(topic, partition, batch.lastOffset, highWatermark) !== undefined
+        ? [{ firstOffset: batch.firstOffset, lastOffset: batch.lastOffset, size: batch.size }]
+        : chunkRecords(batch.records, config.maxBatchRecords, config.maxBatchBytes).map(chunkOf);
+    for (const chunk of chunks) {
       if (!control.isActive() || this.fatal) return;
       const started = process.hrtime.bigint();
-      const result = await this.applyWithRetry(batch, chunk, control, log);
+      const epoch = this.checkpoints.epoch;
+      const cached = this.checkpoints.checkpointCovering(topic, partition, chunk.lastOffset, highWatermark);
+      const result =
+        cached === undefined
+          ? await this.applyWithRetry(batch, chunk.records ?? batch.records, control, log)
+          : belowCheckpoint(chunk, cached);
       if (result === undefined) return;
-      const last = chunk[chunk.length - 1]!;
-      control.resolve(last.offset);
+      this.checkpoints.remember(topic, partition, result.checkpoint, epoch);
+      control.resolve(chunk.lastOffset);
       await failpoint("after-db-commit");
       const commit = await control.commit(result.nextOffset);
       this.metrics.offsetCommits.inc({ result: commit });
       await failpoint("after-offset-commit");
       this.record(batch, result, commit, log);
       if (this.dlq !== undefined && result.deadLettered.length > 0) await this.publish(result, log);
-      this.metrics.batchDuration.observe({ topic: batch.topic }, seconds(started));
+      this.metrics.batchDuration.observe({ topic }, seconds(started));
+      this.batchCommitted(batch, chunk, result, commit, cached !== undefined, started, log);
       await control.heartbeat().catch(() => undefined);
+    }
+  }
+
+  private batchCommitted(
+    batch: PartitionBatch,
+    chunk: Chunk,
+    result: BatchResult,
+    commit: CommitResult,
+    fastPath: boolean,
+    startedNs: bigint,
+    log: Logger,
+  ): void {
+    const hook = this.options.onBatchCommitted;
+    if (hook === undefined) return;
+    try {
+      hook({
+        topic: batch.topic,
+        partition: batch.partition,
+        firstOffset: chunk.firstOffset,
+        lastOffset: chunk.lastOffset,
+        records: chunk.size,
+        applied: result.applied,
+        duplicates: result.duplicates,
+        deadLettered: result.deadLettered.length,
+        durationMs: seconds(startedNs) * 1000,
+        fastPath,
+        offsetCommit: commit,
+      });
+    } catch (error) {
+      log.warn({ err: error }, "onBatchCommitted threw; ignored");
     }
   }
 
@@ -547,6 +630,35 @@ function ignoreClientError(): void {}
 
 /** How long /readyz waits for PostgreSQL's answer (or a connection), ms. */
 const READINESS_TIMEOUT_MS = 3000;
+
+/** One transaction's share of a fetched batch; `records` is absent for a whole batch the fast path may skip. */
+interface Chunk {
+  readonly firstOffset: string;
+  readonly lastOffset: string;
+  readonly size: number;
+  readonly records?: readonly KafkaRecord[];
+}
+
+function chunkOf(records: readonly KafkaRecord[]): Chunk {
+  return {
+    firstOffset: records[0]!.offset,
+    lastOffset: records[records.length - 1]!.offset,
+    size: records.length,
+    records,
+  };
+}
+
+/** The result of a batch the replay fast path skipped: every record is an offset duplicate. */
+function belowCheckpoint(chunk: Chunk, checkpoint: string): BatchResult {
+  return {
+    nextOffset: nextOffset(chunk.lastOffset),
+    checkpoint,
+    applied: 0,
+    duplicates: { offset: chunk.size, event_id: 0 },
+    deadLettered: [],
+    eventIdsRecorded: 0,
+  };
+}
 
 function seconds(startedNs: bigint): number {
   return Number(process.hrtime.bigint() - startedNs) / 1e9;

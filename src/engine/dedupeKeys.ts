@@ -1,5 +1,6 @@
 /** Extracting the event id a projection dedupes by, from a header or a JSON field (DESIGN.md "dedupe key"). */
-import { createHash } from "node:crypto";
+import { isUtf8 as bufferIsUtf8 } from "node:buffer";
+import { createHash, hash } from "node:crypto";
 import { unstorableTextReason } from "../text.js";
 import { PermanentRecordError } from "../errors.js";
 import type { DedupeKey } from "../projection.js";
@@ -60,15 +61,16 @@ export function extractEventId(record: KafkaRecord, key: Exclude<DedupeKey, { ki
 
 /** SHA-256 of the record's value (null for a null value), to tell a redelivery from a reused id. */
 export function valueDigest(record: KafkaRecord): Buffer | null {
-  return record.value === null ? null : createHash("sha256").update(record.value).digest();
+  return record.value === null ? null : sha256(record.value);
 }
 
-/** True when `bytes` are valid UTF-8. */
+// crypto.hash (Node >= 20.12) is a one-shot digest, about 4 times cheaper than createHash for short values.
+const sha256: (bytes: Buffer) => Buffer =
+  typeof hash === "function"
+    ? (bytes) => hash("sha256", bytes, "buffer")
+    : (bytes) => createHash("sha256").update(bytes).digest();
+
+/** True when `bytes` are valid UTF-8 (node:buffer's isUtf8: no string is decoded). */
 export function isUtf8(bytes: Buffer): boolean {
-  try {
-    new TextDecoder("utf-8", { fatal: true }).decode(bytes);
-    return true;
-  } catch {
-    return false;
-  }
+  return bufferIsUtf8(bytes);
 }

@@ -34,11 +34,16 @@ export interface BatchControl {
   pause(ms: number): void;
 }
 
-/** One partition's fetched records, in offset order. */
+/** One partition's fetched records, in offset order (never empty). */
 export interface PartitionBatch {
   readonly topic: string;
   readonly partition: number;
   readonly highWatermark: string;
+  /** Offsets of the first and last record and the number of records, known without converting them. */
+  readonly firstOffset: string;
+  readonly lastOffset: string;
+  readonly size: number;
+  /** The records, converted from KafkaJS messages on first read (the replay fast path never reads them). */
   readonly records: readonly KafkaRecord[];
 }
 
@@ -310,12 +315,19 @@ export class GroupConsumer {
         }
       },
     };
+    const { messages } = batch;
+    let records: KafkaRecord[] | undefined;
     await this.options.onBatch(
       {
         topic,
         partition,
         highWatermark: batch.highWatermark,
-        records: batch.messages.map((m) => toRecord(topic, partition, m)),
+        firstOffset: messages[0]!.offset,
+        lastOffset: messages[messages.length - 1]!.offset,
+        size: messages.length,
+        get records() {
+          return (records ??= messages.map((m) => toRecord(topic, partition, m)));
+        },
       },
       control,
     );

@@ -9,9 +9,11 @@ export async function advanceCheckpoint(
   partition: number,
   nextOffset: string,
 ): Promise<void> {
-  await client.query(
-    `UPDATE replayable.checkpoints SET next_offset = $4::bigint, updated_at = now()
+  await client.query({
+    // A named statement: parsed and planned once per connection, it runs in every transaction.
+    name: "replayable_advance_checkpoint",
+    text: `UPDATE replayable.checkpoints SET next_offset = $4::bigint, updated_at = now()
      WHERE projection = $1 AND topic = $2 AND partition = $3 AND next_offset < $4::bigint`,
-    [projection, topic, partition, nextOffset],
-  );
+    values: [projection, topic, partition, nextOffset],
+  });
 }

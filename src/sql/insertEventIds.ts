@@ -31,13 +31,15 @@ export async function insertEventIds(
   rows: readonly EventIdRow[],
 ): Promise<{ inserted: Set<string>; seen: Map<string, SeenEventId> }> {
   if (rows.length === 0) return { inserted: new Set(), seen: new Map() };
-  const result = await client.query<{ event_id: string }>(
-    `INSERT INTO replayable.processed_events (projection, event_id, topic, partition, "offset", value_sha256)
+  const result = await client.query<{ event_id: string }>({
+    // A named statement: parsed and planned once per connection, it runs in every transaction.
+    name: "replayable_insert_event_ids",
+    text: `INSERT INTO replayable.processed_events (projection, event_id, topic, partition, "offset", value_sha256)
      SELECT $1, e.id, $2, $3, e.off, e.sha
      FROM unnest($4::text[], $5::bigint[], $6::bytea[]) AS e(id, off, sha)
      ON CONFLICT DO NOTHING
      RETURNING event_id`,
-    [
+    values: [
       projection,
       topic,
       partition,
@@ -45,7 +47,7 @@ export async function insertEventIds(
       rows.map((r) => r.offset),
       rows.map((r) => r.valueSha256),
     ],
-  );
+  });
   const inserted = new Set(result.rows.map((r) => r.event_id));
   const missing = rows.filter((r) => !inserted.has(r.eventId)).map((r) => r.eventId);
   const seen = new Map<string, SeenEventId>();

@@ -136,7 +136,8 @@ describe("loadConfig", () => {
     const config = loadConfig({});
     expect(config.kafka.brokers).toEqual(["127.0.0.1:9092"]);
     expect(config.groupId).toBe("ledger");
-    expect(config.maxBatchRecords).toBe(500);
+    expect(config.maxBatchRecords).toBe(2000);
+    expect(config.maxBatchBytes).toBe(262_144);
     expect(Object.isFrozen(config)).toBe(true);
   });
 

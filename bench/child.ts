@@ -1,0 +1,56 @@
+/**
+ * One benchmark scenario in a subprocess of its own (so its peak RSS is its own): reads the
+ * {@link ScenarioSpec} from argv[2] as JSON, runs it, and prints the measurement after
+ * {@link RESULT_MARKER} on stdout. Started by bench/run.ts; not meant to be run by hand.
+ */
+import { createLogger } from "../src/logger.js";
+import { ledgerPerRecordProjection, ledgerProjection } from "../src/projections/ledger/ledgerProjection.js";
+import { PostgresCpuSampler } from "./postgresCpu.js";
+import { RESULT_MARKER, peakRssBytes, type ScenarioMeasurement, type ScenarioSpec } from "./scenario.js";
+import { runNaive } from "./scenarios/naive.js";
+import { runRawKafkajs } from "./scenarios/rawKafkajs.js";
+import { runReplayable } from "./scenarios/replayable.js";
+import { Tally } from "./tally.js";
+
+async function main(): Promise<void> {
+  const text = process.argv[2];
+  if (text === undefined)
+    throw new Error("usage: child.ts '<scenario spec as JSON>' (bench/run.ts starts it)");
+  const spec = JSON.parse(text) as ScenarioSpec;
+  const log = createLogger(process.env.LOG_LEVEL ?? "warn", { scenario: spec.scenario });
+  const tally = new Tally(spec);
+  const postgresCpu = spec.databaseUrl === "" ? undefined : new PostgresCpuSampler(spec.databaseUrl);
+  await postgresCpu?.start();
+  switch (spec.scenario) {
+    case "raw":
+      await runRawKafkajs(spec, tally, log);
+      break;
+    case "naive":
+      await runNaive(spec, tally, log);
+      break;
+    case "per-record":
+      await runReplayable(spec, ledgerPerRecordProjection, tally, log);
+      break;
+    case "batch":
+    case "replay":
+      await runReplayable(spec, ledgerProjection, tally, log);
+      break;
+  }
+  const postgresCpuMs = (await postgresCpu?.stop()) ?? null;
+  const measurement: ScenarioMeasurement = {
+    ...tally.measurement(),
+    postgresCpuMs,
+    peakRssBytes: peakRssBytes(),
+  };
+  process.stdout.write(`${RESULT_MARKER}${JSON.stringify(measurement)}\n`);
+}
+
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    process.stderr.write(
+      `bench scenario failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+    );
+    process.exit(1);
+  },
+);

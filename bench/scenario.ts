@@ -1,0 +1,83 @@
+/**
+ * What the benchmark's parent and its scenario subprocesses exchange: the scenario to run (as JSON
+ * on the command line) and what it measured (one JSON line on stdout, after {@link RESULT_MARKER}).
+ */
+import { readFileSync } from "node:fs";
+
+/** The five scenarios of `make bench` (docs/benchmarks.md). */
+export const SCENARIOS = ["raw", "per-record", "batch", "naive", "replay"] as const;
+
+/** One of {@link SCENARIOS}. */
+export type ScenarioName = (typeof SCENARIOS)[number];
+
+/** What a scenario subprocess is asked to do. */
+export interface ScenarioSpec {
+  readonly scenario: ScenarioName;
+  readonly topic: string;
+  readonly group: string;
+  readonly brokers: readonly string[];
+  /** Database of the scenario (unused by `raw`). */
+  readonly databaseUrl: string;
+  /** High watermark per partition (index = partition): the scenario is done when every one is reached. */
+  readonly end: readonly string[];
+  /** Stop after this many records instead (the naive scenario's bounded prefix). */
+  readonly limit?: number;
+  /** KafkaJS partitionsConsumedConcurrently, the same for every scenario. */
+  readonly partitionsConsumedConcurrently: number;
+  /** Largest fetch per partition, bytes, the same for every scenario. */
+  readonly maxBytesPerPartition: number;
+}
+
+/** What a scenario measured. Times are ms; the rate counts from the group join to the last batch. */
+export interface ScenarioMeasurement {
+  readonly records: number;
+  readonly applied: number;
+  readonly duplicates: number;
+  readonly deadLettered: number;
+  /** Batches (transactions for replayable; eachBatch calls for raw; records for naive). */
+  readonly batches: number;
+  /** Batches the replay fast path skipped without a database round trip. */
+  readonly fastPathBatches: number;
+  /** From start() to the first group join: connecting and joining, ms. */
+  readonly startupMs: number;
+  /** From the first group join to the end of the last batch, ms: the rate's denominator. */
+  readonly elapsedMs: number;
+  /** From the first group join to the start of the first batch (the first fetch), ms. */
+  readonly firstBatchMs: number;
+  /** CPU time (user + system) the subprocess used over elapsedMs, ms: less sensitive to a busy machine. */
+  readonly cpuMs: number;
+  /**
+   * CPU time of PostgreSQL's processes for the scenario's database (backends and autovacuum), ms,
+   * over the whole subprocess; null without a database or when PostgreSQL is not on this machine.
+   */
+  readonly postgresCpuMs: number | null;
+  readonly batchP50Ms: number;
+  readonly batchP99Ms: number;
+  /** VmHWM of the subprocess (peak resident set size), bytes. */
+  readonly peakRssBytes: number;
+}
+
+/** Prefix of the line that carries a {@link ScenarioMeasurement} on the subprocess's stdout. */
+export const RESULT_MARKER = "BENCH_RESULT ";
+
+/**
+ * The `p`-th percentile (0–100) of `values` by the nearest-rank method; 0 for no values.
+ * @example percentile([1, 2, 3, 4], 50) === 2
+ */
+export function percentile(values: readonly number[], p: number): number {
+  if (values.length === 0) return 0;
+  const sorted = [...values].sort((a, b) => a - b);
+  const rank = Math.max(1, Math.ceil((p / 100) * sorted.length));
+  return sorted[Math.min(rank, sorted.length) - 1]!;
+}
+
+/**
+ * This process's peak resident set size in bytes: `VmHWM` of /proc/self/status (Linux, see proc(5)).
+ * @throws Error when /proc/self/status has no VmHWM line (not Linux).
+ */
+export function peakRssBytes(): number {
+  const status = readFileSync("/proc/self/status", "utf8");
+  const match = /^VmHWM:\s+(\d+)\s+kB$/m.exec(status);
+  if (match === null) throw new Error("VmHWM not found in /proc/self/status; the benchmark needs Linux");
+  return Number(match[1]) * 1024;
+}

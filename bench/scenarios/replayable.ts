@@ -1,0 +1,58 @@
+/**
+ * Scenarios 2, 3 and 5: one replayable member ({@link ConsumerService}) applying the ledger, timed
+ * through its onBatchCommitted hook (one event per transaction or per batch skipped on the fast path).
+ */
+import type { Logger } from "pino";
+import { loadConfig } from "../../src/config.js";
+import { ConsumerService } from "../../src/engine/consumerService.js";
+import type { Projection } from "../../src/projection.js";
+import type { ScenarioSpec } from "../scenario.js";
+import type { Tally } from "../tally.js";
+
+/**
+ * Runs a member of `spec.group` until `tally` is done, then stops it gracefully.
+ * REPLAYABLE_* variables in the environment (batch size, pool size, ...) apply as in `replayable run`.
+ * @throws the service's fatal error when it stopped on one.
+ */
+export async function runReplayable(
+  spec: ScenarioSpec,
+  projection: Projection<unknown>,
+  tally: Tally,
+  log: Logger,
+): Promise<void> {
+  const config = loadConfig(process.env, {
+    KAFKA_BROKERS: spec.brokers.join(","),
+    DATABASE_URL: spec.databaseUrl,
+    REPLAYABLE_TOPICS: spec.topic,
+    REPLAYABLE_GROUP_ID: spec.group,
+    REPLAYABLE_PARTITIONS_CONCURRENTLY: String(spec.partitionsConsumedConcurrently),
+    REPLAYABLE_MAX_BATCH_BYTES: String(spec.maxBytesPerPartition),
+  });
+  const service = new ConsumerService({
+    config,
+    projection,
+    log,
+    http: false,
+    onAssignment: () => tally.joined(),
+    onBatchCommitted: (event) => {
+      const endedAt = performance.now();
+      tally.add({
+        partition: event.partition,
+        lastOffset: event.lastOffset,
+        records: event.records,
+        startedAt: endedAt - event.durationMs,
+        endedAt,
+        applied: event.applied,
+        duplicates: event.duplicates.offset + event.duplicates.event_id,
+        deadLettered: event.deadLettered,
+        fastPath: event.fastPath,
+      });
+    },
+  });
+  await service.start();
+  const outcome = await Promise.race([tally.done.then(() => undefined), service.done]);
+  await service.stop();
+  if (outcome?.kind === "failed") throw outcome.error;
+  const final = await service.done;
+  if (final.kind === "failed") throw final.error;
+}

@@ -1,0 +1,80 @@
+/**
+ * The replay fast path's memory: the last checkpoint this member committed per (topic, partition),
+ * so a fetched batch entirely below it is counted as duplicates without a database round trip.
+ *
+ * Why a cached value is never above the true checkpoint of a partition this member owns:
+ * - it is only ever taken from the result of a committed transaction, which read the checkpoint
+ *   under its row lock (DESIGN.md "The transaction", step 2) and moved it forward only;
+ * - a checkpoint moves back only when a rebuild empties the projection's dedupe state, and a rebuild
+ *   needs the consumer group to be inactive (DESIGN.md "Replay and rebuild"), so every member goes
+ *   through a new assignment before it reads again;
+ * - every assignment (group join, rebalance) drops the whole cache and starts a new epoch, and the
+ *   result of a transaction that began in an earlier epoch is not remembered. A partition handed to
+ *   another member and back is therefore re-read from PostgreSQL by its next transaction.
+ * It also refuses to cover a batch whose high watermark is below the cached value (a recreated or
+ * truncated topic): that batch goes to the database, which stops the consumer with
+ * CHECKPOINT_AHEAD_OF_LOG instead of counting new records as duplicates.
+ */
+import { parseOffset, type OffsetString } from "../offsets.js";
+
+/** Per (topic, partition) checkpoints known to this member since its latest assignment. */
+export class CheckpointCache {
+  private readonly checkpoints = new Map<string, bigint>();
+  private currentEpoch = 0;
+
+  /**
+   * The current epoch: read it before starting a transaction and pass it to {@link remember},
+   * so a result that straddles an assignment is dropped.
+   */
+  get epoch(): number {
+    return this.currentEpoch;
+  }
+
+  /** Number of partitions with a cached checkpoint. */
+  get size(): number {
+    return this.checkpoints.size;
+  }
+
+  /** Forgets every checkpoint and starts a new epoch. Call on every assignment (group join, rebalance). */
+  reset(): void {
+    this.currentEpoch += 1;
+    this.checkpoints.clear();
+  }
+
+  /**
+   * Remembers `checkpoint` (the next offset to apply, as the committed transaction left it) when
+   * `epoch` is still the current one and the value is ahead of what is cached; otherwise ignores it.
+   * @throws RangeError when `checkpoint` is not a 64-bit offset.
+   */
+  remember(topic: string, partition: number, checkpoint: OffsetString, epoch: number): void {
+    if (epoch !== this.currentEpoch) return;
+    const value = parseOffset(checkpoint, "checkpoint");
+    const key = keyOf(topic, partition);
+    const cached = this.checkpoints.get(key);
+    if (cached === undefined || value > cached) this.checkpoints.set(key, value);
+  }
+
+  /**
+   * The cached checkpoint when every offset up to `lastOffset` is below it (records fetched in
+   * offset order, so the whole batch is already applied or dead-lettered) and the partition's
+   * `highWatermark` is not below it; otherwise undefined, and the batch goes to the database.
+   * @throws RangeError when an offset is not a 64-bit offset.
+   */
+  checkpointCovering(
+    topic: string,
+    partition: number,
+    lastOffset: OffsetString,
+    highWatermark: OffsetString,
+  ): OffsetString | undefined {
+    const cached = this.checkpoints.get(keyOf(topic, partition));
+    if (cached === undefined) return undefined;
+    if (parseOffset(lastOffset) >= cached) return undefined;
+    if (parseOffset(highWatermark, "highWatermark") < cached) return undefined;
+    return cached.toString();
+  }
+}
+
+function keyOf(topic: string, partition: number): string {
+  // A topic name cannot contain "/" (Kafka's legal characters are a-z A-Z 0-9 . _ -).
+  return `${topic}/${partition}`;
+}
