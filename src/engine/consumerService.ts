@@ -235,6 +235,8 @@ export class ConsumerService {
       // Counted before the first batch, so the gauge starts exact (see EventIdGauge).
       await this.eventIdGauge.start();
       await this.dlq?.start();
+      // A stop requested while starting wins: never join the group after stop() began.
+      if (this.abort.signal.aborted) return;
       await this.consumer.start();
       this.lagMonitor.start();
       this.progress.start();
@@ -252,6 +254,9 @@ export class ConsumerService {
     this.stopping ??= (async () => {
       this.abort.abort();
       const log = this.log;
+      // Let a start in progress settle first (regression: a SIGTERM right after start-up stopped
+      // the consumer, then the start went on to join the group and left a member behind).
+      await this.started?.catch(() => undefined);
       this.progress.stop();
       await this.consumer.stop().catch((error: unknown) => log.warn({ err: error }, "consumer stop failed"));
       await this.dlq?.stop().catch((error: unknown) => log.warn({ err: error }, "DLQ producer stop failed"));
