@@ -24,7 +24,7 @@ import {
 } from "../kafka/groupConsumer.js";
 import { createMetrics, initialiseMetrics, type DuplicateKeyKind, type Metrics } from "../metrics/metrics.js";
 import { startHttpServer, type HttpServer, type Readiness } from "../metrics/server.js";
-import { nextOffset } from "../offsets.js";
+import { nextOffset, offsetDistance } from "../offsets.js";
 import type { Projection } from "../projection.js";
 import type { KafkaRecord } from "../record.js";
 import { projectionLock, tryAdvisoryLock } from "../sql/advisoryLocks.js";
@@ -281,6 +281,12 @@ export class ConsumerService {
    * The service's one admin client (the join check and the lag refresh share it), connected on
    * first use; a failed connect is forgotten, so the next call connects again. Closed by stop().
    */
+  /** The partition's high watermark now, from Kafka. */
+  private async currentHighWatermark(topic: string, partition: number): Promise<string | undefined> {
+    const offsets = await (await this.adminClient()).topicOffsets(topic);
+    return offsets.find((o) => o.partition === partition)?.highWatermark;
+  }
+
   private adminClient(): Promise<KafkaAdmin> {
     if (this.admin === undefined) {
       const connecting = KafkaAdmin.connect(this.kafka);
@@ -509,6 +515,7 @@ export class ConsumerService {
   ): Promise<BatchResult | undefined> {
     const { config, projection } = this.options;
     const key = `${batch.topic}/${batch.partition}`;
+    let highWatermark = batch.highWatermark;
     for (let inPlace = 1; ; inPlace++) {
       if (!control.isActive() || this.fatal) return undefined;
       const attempt = this.failures.get(key) ?? 0;
@@ -528,7 +535,7 @@ export class ConsumerService {
           topic: batch.topic,
           partition: batch.partition,
           records: chunk,
-          highWatermark: batch.highWatermark,
+          highWatermark,
           maxRecordBytes: config.maxRecordBytes,
           log,
         });
@@ -539,6 +546,20 @@ export class ConsumerService {
         return result;
       } catch (error) {
         client?.release(true);
+        if (error instanceof ReplayableError && error.code === "CHECKPOINT_AHEAD_OF_LOG") {
+          // The high watermark came with the fetch; a member that was paused meanwhile (GC, SIGSTOP)
+          // may hold a batch older than the checkpoint another member wrote. Ask Kafka once more
+          // before calling the log truncated (regression: a stale member stopped with this error).
+          const fresh = await this.currentHighWatermark(batch.topic, batch.partition).catch(() => undefined);
+          if (fresh !== undefined && offsetDistance(fresh, highWatermark) > 0n) {
+            log.info(
+              { fetched: highWatermark, current: fresh },
+              "batch older than the checkpoint; rechecking",
+            );
+            highWatermark = fresh;
+            continue;
+          }
+        }
         if (error instanceof ReplayableError && !error.canRetry) {
           this.fail(error);
           return undefined;
