@@ -5,7 +5,7 @@
  * decode validates only the fields the github projection writes.
  */
 import { PermanentRecordError } from "../../errors.js";
-import { unstorableTextReason } from "../../text.js";
+import { silentlyAlteredTextReason } from "../../text.js";
 import { isUtf8 } from "../../engine/dedupeKeys.js";
 import type { KafkaRecord } from "../../record.js";
 
@@ -76,7 +76,7 @@ function name(fields: Record<string, unknown>, field: string): string {
       `field ${field} must be a non-empty string of at most ${MAX_GITHUB_NAME_LENGTH} characters, got ${describe(value)}`,
     );
   }
-  const unstorable = unstorableTextReason(value);
+  const unstorable = silentlyAlteredTextReason(value);
   if (unstorable !== undefined) throw invalid(`field ${field} ${unstorable}`);
   return value;
 }

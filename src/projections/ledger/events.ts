@@ -2,7 +2,7 @@
  * The ledger's events: CloudEvents 1.0 in binary mode (headers `ce_specversion`, `ce_id`,
  * `ce_source`, `ce_type`; the JSON value is the event data), keyed by account or order id.
  */
-import { unstorableTextReason } from "../../text.js";
+import { silentlyAlteredTextReason } from "../../text.js";
 import { PermanentRecordError } from "../../errors.js";
 import { headerText, type KafkaRecord } from "../../record.js";
 import { isUtf8 } from "../../engine/dedupeKeys.js";
@@ -87,7 +87,7 @@ function id(fields: Record<string, unknown>, name: string): string {
       `field ${name} must be a non-empty string of at most 200 characters, got ${JSON.stringify(value ?? null)}`,
     );
   }
-  const unstorable = unstorableTextReason(value);
+  const unstorable = silentlyAlteredTextReason(value);
   if (unstorable !== undefined) throw invalid(`field ${name} ${unstorable}`);
   return value;
 }
