@@ -2,37 +2,16 @@
  * Dead letters published to REPLAYABLE_DLQ_TOPIC after COMMIT: the database row stays the source of
  * truth, so a publish that fails is logged and counted, and the consumer carries on.
  */
-import { afterAll, beforeAll, expect, it, onTestFinished } from "vitest";
+import { expect, it, onTestFinished } from "vitest";
 import { loadConfig } from "../../../src/config.js";
 import { ConsumerService } from "../../../src/engine/consumerService.js";
-import type { KafkaAdmin } from "../../../src/kafka/admin.js";
 import { produceRecords } from "../../../src/kafka/producer.js";
 import { createLogger } from "../../../src/logger.js";
 import { ledgerProjection } from "../../../src/projections/ledger/ledgerProjection.js";
 import { metricOf } from "../../helpers/inProcess.js";
-import {
-  BROKERS,
-  createTestDatabase,
-  testAdmin,
-  testKafka,
-  uniqueName,
-  waitFor,
-  waitForCaughtUp,
-  type TestDatabase,
-} from "../../helpers/stack.js";
+import { BROKERS, testKafka, uniqueName, waitFor, waitForCaughtUp, useStack } from "../../helpers/stack.js";
 
-let db: TestDatabase;
-let admin: KafkaAdmin;
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-  admin = await testAdmin();
-});
-
-afterAll(async () => {
-  await admin?.close();
-  await db?.drop();
-});
+const stack = useStack();
 
 const headers = (id: string) => ({ ce_specversion: "1.0", ce_id: id, ce_type: "ledger.account.credited" });
 
@@ -40,12 +19,12 @@ it("a DLQ publish that fails (the topic was deleted) is counted, the row stays u
   const topic = uniqueName("dlq-src");
   const dlqTopic = uniqueName("dlq");
   const group = uniqueName("g");
-  await admin.createTopic(topic, 1);
-  await admin.createTopic(dlqTopic, 1);
+  await stack.admin.createTopic(topic, 1);
+  await stack.admin.createTopic(dlqTopic, 1);
   const service = new ConsumerService({
     config: loadConfig({
       KAFKA_BROKERS: BROKERS.join(","),
-      DATABASE_URL: db.url,
+      DATABASE_URL: stack.db.url,
       REPLAYABLE_TOPICS: topic,
       REPLAYABLE_GROUP_ID: group,
       REPLAYABLE_DLQ_TOPIC: dlqTopic,
@@ -65,12 +44,12 @@ it("a DLQ publish that fails (the topic was deleted) is counted, the row stays u
       : undefined,
   );
 
-  await admin.deleteTopics([dlqTopic]);
+  await stack.admin.deleteTopics([dlqTopic]);
   await produceRecords(kafka, topic, [
     { key: "a", value: "still not json", headers: headers(`${topic}-2`) },
     { key: "a", value: JSON.stringify({ account: "acc-dlq", amount: 3 }), headers: headers(`${topic}-3`) },
   ]);
-  await waitForCaughtUp(admin, group, topic);
+  await waitForCaughtUp(stack.admin, group, topic);
   await waitFor(
     "the failed publish to be counted",
     async () =>
@@ -79,7 +58,7 @@ it("a DLQ publish that fails (the topic was deleted) is counted, the row stays u
         : undefined,
     90_000,
   );
-  const rows = await db.pool.query<{ offset: string; published: boolean }>(
+  const rows = await stack.db.pool.query<{ offset: string; published: boolean }>(
     `SELECT "offset", published_at IS NOT NULL AS published FROM replayable.dead_letters ORDER BY "offset"`,
   );
   expect(rows.rows).toEqual([

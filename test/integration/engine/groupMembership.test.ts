@@ -3,39 +3,20 @@
  * the two processes (rebalances); the checkpoint row lock and the commit-only-if-still-owned rule
  * keep every effect applied once.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { KafkaAdmin } from "../../../src/kafka/admin.js";
+import { describe, expect, it } from "vitest";
 import { produceRecords } from "../../../src/kafka/producer.js";
 import { generateLedgerStream } from "../../../src/projections/ledger/generate.js";
 import { eventIdCount, ledgerChecksumOf } from "../../helpers/ledger.js";
 import { scrapeMetric, startCli, type CliProcess } from "../../helpers/process.js";
-import {
-  createTestDatabase,
-  testAdmin,
-  testKafka,
-  uniqueName,
-  waitFor,
-  waitForCaughtUp,
-  type TestDatabase,
-} from "../../helpers/stack.js";
+import { testKafka, uniqueName, waitFor, waitForCaughtUp, useStack } from "../../helpers/stack.js";
 
-let admin: KafkaAdmin;
-let db: TestDatabase;
-
-beforeAll(async () => {
-  admin = await testAdmin();
-  db = await createTestDatabase();
-});
-afterAll(async () => {
-  await admin?.close();
-  await db?.drop();
-});
+const stack = useStack();
 
 describe("consumer group membership", () => {
   it("a second member joins mid-stream and later leaves: balances exact, nothing applied twice", async () => {
     const topic = uniqueName("members");
     const group = uniqueName("g");
-    await admin.createTopic(topic, 4);
+    await stack.admin.createTopic(topic, 4);
     const stream = generateLedgerStream({ count: 1600, duplicateRate: 0.05, seed: 31 });
     const slice = (i: number) => stream.records.slice(i * 400, (i + 1) * 400);
     const args = [
@@ -47,7 +28,7 @@ describe("consumer group membership", () => {
       "--group",
       group,
       "--database-url",
-      db.url,
+      stack.db.url,
     ];
     const env = { REPLAYABLE_MAX_BATCH_RECORDS: "25" };
     const members: CliProcess[] = [];
@@ -76,10 +57,10 @@ describe("consumer group membership", () => {
       b.child.kill("SIGTERM");
       expect((await b.exited).code).toBe(0);
       await produceRecords(testKafka(), topic, slice(3));
-      await waitForCaughtUp(admin, group, topic);
+      await waitForCaughtUp(stack.admin, group, topic);
 
-      expect(await ledgerChecksumOf(db.pool)).toBe(stream.checksum);
-      expect(await eventIdCount(db.pool)).toBe(stream.events);
+      expect(await ledgerChecksumOf(stack.db.pool)).toBe(stream.checksum);
+      expect(await eventIdCount(stack.db.pool)).toBe(stream.events);
       expect(await scrapeMetric(aPort, "replayable_rebalances_total")).toBeGreaterThanOrEqual(3);
     } finally {
       for (const m of members) m.child.kill("SIGTERM");

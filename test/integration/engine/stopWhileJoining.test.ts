@@ -4,37 +4,20 @@
  * restarted the consumer after the stop, so the process hung until the shutdown timeout and
  * exited 1 (seen in `make demo` when the group caught up before the second member had joined).
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { KafkaAdmin } from "../../../src/kafka/admin.js";
+import { describe, expect, it } from "vitest";
 import { produceLedger } from "../../helpers/ledger.js";
 import { startCli, type CliProcess } from "../../helpers/process.js";
-import {
-  createTestDatabase,
-  testAdmin,
-  uniqueName,
-  waitFor,
-  type TestDatabase,
-} from "../../helpers/stack.js";
+import { uniqueName, waitFor, useStack } from "../../helpers/stack.js";
 
-let admin: KafkaAdmin;
-let db: TestDatabase;
-
-beforeAll(async () => {
-  admin = await testAdmin();
-  db = await createTestDatabase();
-});
-afterAll(async () => {
-  await admin?.close();
-  await db?.drop();
-});
+const stack = useStack();
 
 describe("stopping a member", () => {
   it("SIGTERM while its JoinGroup waits for a rebalance: exits 0, the consumer is not restarted", async () => {
     const topic = uniqueName("stop-joining");
     const group = uniqueName("g");
-    await produceLedger(admin, topic, { count: 20, partitions: 2, seed: 41 });
+    await produceLedger(stack.admin, topic, { count: 20, partitions: 2, seed: 41 });
     const args = ["run", "--projection", "ledger", "--topic", topic, "--group", group];
-    const env = { DATABASE_URL: db.url, REPLAYABLE_SHUTDOWN_TIMEOUT_MS: "20000" };
+    const env = { DATABASE_URL: stack.db.url, REPLAYABLE_SHUTDOWN_TIMEOUT_MS: "20000" };
     // A holds the group in a long first batch, so B's JoinGroup waits for A to rejoin.
     const a = startCli(args, { ...env, REPLAYABLE_FAILPOINTS: "in-apply=sleep:15000@1" });
     let b: CliProcess | undefined;
@@ -43,7 +26,7 @@ describe("stopping a member", () => {
       b = startCli(args, env);
       await b.metricsPort();
       await waitFor("B's JoinGroup to start a rebalance", async () =>
-        (await admin.describeGroup(group)).state === "PreparingRebalance" ? true : undefined,
+        (await stack.admin.describeGroup(group)).state === "PreparingRebalance" ? true : undefined,
       );
       b.child.kill("SIGTERM");
       expect(await b.exited).toEqual({ code: 0, signal: null });

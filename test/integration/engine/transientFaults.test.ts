@@ -2,37 +2,16 @@
  * A failure that is not the record's fault is never dead-lettered: the partition is retried with
  * back-off and then paused, while the other partitions keep going, until the cause is fixed.
  */
-import { afterAll, beforeAll, expect, it, onTestFinished } from "vitest";
+import { expect, it, onTestFinished } from "vitest";
 import { loadConfig } from "../../../src/config.js";
 import { ConsumerService } from "../../../src/engine/consumerService.js";
-import type { KafkaAdmin } from "../../../src/kafka/admin.js";
 import { produceRecords } from "../../../src/kafka/producer.js";
 import { createLogger } from "../../../src/logger.js";
 import type { Projection } from "../../../src/projection.js";
 import { metricOf } from "../../helpers/inProcess.js";
-import {
-  BROKERS,
-  createTestDatabase,
-  testAdmin,
-  testKafka,
-  uniqueName,
-  waitFor,
-  waitForCaughtUp,
-  type TestDatabase,
-} from "../../helpers/stack.js";
+import { BROKERS, testKafka, uniqueName, waitFor, waitForCaughtUp, useStack } from "../../helpers/stack.js";
 
-let db: TestDatabase;
-let admin: KafkaAdmin;
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-  admin = await testAdmin();
-});
-
-afterAll(async () => {
-  await admin?.close();
-  await db?.drop();
-});
+const stack = useStack();
 
 /** Writes each record to table `public.p<partition>`: until p0 exists, partition 0 fails with 42P01. */
 const perPartitionTable: Projection<string> = {
@@ -47,15 +26,17 @@ const perPartitionTable: Projection<string> = {
 };
 
 async function rows(table: string): Promise<number> {
-  const r = await db.pool.query<{ n: string }>(`SELECT count(*) AS n FROM ${table}`);
+  const r = await stack.db.pool.query<{ n: string }>(`SELECT count(*) AS n FROM ${table}`);
   return Number(r.rows[0]!.n);
 }
 
 it("a missing table (42P01) pauses its partition without dead letters; the others finish; fixing it resumes", async () => {
   const topic = uniqueName("fault");
   const group = uniqueName("g");
-  await admin.createTopic(topic, 3);
-  await db.pool.query("CREATE TABLE public.p1 (o bigint, v text); CREATE TABLE public.p2 (o bigint, v text)");
+  await stack.admin.createTopic(topic, 3);
+  await stack.db.pool.query(
+    "CREATE TABLE public.p1 (o bigint, v text); CREATE TABLE public.p2 (o bigint, v text)",
+  );
   await produceRecords(
     testKafka(),
     topic,
@@ -64,7 +45,7 @@ it("a missing table (42P01) pauses its partition without dead letters; the other
   const service = new ConsumerService({
     config: loadConfig({
       KAFKA_BROKERS: BROKERS.join(","),
-      DATABASE_URL: db.url,
+      DATABASE_URL: stack.db.url,
       REPLAYABLE_PROJECTION: "per_partition",
       REPLAYABLE_TOPICS: topic,
       REPLAYABLE_GROUP_ID: group,
@@ -88,11 +69,11 @@ it("a missing table (42P01) pauses its partition without dead letters; the other
   expect(
     await metricOf(service.metrics, "replayable_transaction_retries_total", { reason: "other" }),
   ).toBeGreaterThanOrEqual(3);
-  const letters = await db.pool.query("SELECT 1 FROM replayable.dead_letters");
+  const letters = await stack.db.pool.query("SELECT 1 FROM replayable.dead_letters");
   expect(letters.rowCount).toBe(0);
 
-  await db.pool.query("CREATE TABLE public.p0 (o bigint, v text)");
-  await waitForCaughtUp(admin, group, topic);
+  await stack.db.pool.query("CREATE TABLE public.p0 (o bigint, v text)");
+  await waitForCaughtUp(stack.admin, group, topic);
   expect(await rows("public.p0")).toBe(10);
   expect(await metricOf(service.metrics, "replayable_records_applied_total")).toBe(30);
   expect(await metricOf(service.metrics, "replayable_paused_partitions")).toBe(0);
