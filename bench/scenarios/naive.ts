@@ -49,7 +49,7 @@ export async function runNaive(spec: ScenarioSpec, tally: Tally, log: Logger): P
           const inserted = await client.query(
             `INSERT INTO replayable.processed_events (projection, event_id, topic, partition, "offset", value_sha256)
              VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING`,
-            [projection.name, eventId, topic, partition, record.offset, valueDigest(record)],
+            [projection.name, eventId, topic, partition, record.offset, hexToBytes(valueDigest(record))],
           );
           if (inserted.rowCount === 1) {
             const ctx = { client, db: drizzleOf(client), log };
@@ -79,4 +79,9 @@ export async function runNaive(spec: ScenarioSpec, tally: Tally, log: Logger): P
     await consumer.disconnect();
     await pool.end();
   }
+}
+
+/** The digest as the bytea parameter the seed's shape would send (a Buffer), or null. */
+function hexToBytes(hex: string | null): Buffer | null {
+  return hex === null ? null : Buffer.from(hex, "hex");
 }

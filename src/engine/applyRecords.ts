@@ -57,7 +57,7 @@ interface RecordedId {
   readonly topic: string;
   readonly partition: number;
   readonly offset: string;
-  readonly valueSha256: Buffer | null;
+  readonly valueSha256: string | null;
 }
 
 /**
@@ -111,8 +111,8 @@ async function recordEventIds<T>(
   eventIds: Map<KafkaRecord, string>,
 ): Promise<{ fresh: Set<KafkaRecord>; inserted: number }> {
   const { client, projection, topic, partition, records, deadLetter } = input;
-  const firstById = new Map<string, { record: KafkaRecord; digest: Buffer | null }>();
-  const repeats: { record: KafkaRecord; id: string; digest: Buffer | null }[] = [];
+  const firstById = new Map<string, { record: KafkaRecord; digest: string | null }>();
+  const repeats: { record: KafkaRecord; id: string; digest: string | null }[] = [];
   for (const record of records) {
     let id: string;
     try {
@@ -224,7 +224,7 @@ function codeOf(error: unknown, fallback: ErrorCode): ErrorCode {
   return error instanceof ReplayableError ? error.code : fallback;
 }
 
-function sameDigest(a: Buffer | null, b: Buffer | null): boolean {
-  if (a === null || b === null) return a === b;
-  return a.equals(b);
+/** Digests are hex strings (see valueDigest); null for a null value. */
+function sameDigest(a: string | null, b: string | null): boolean {
+  return a === b;
 }

@@ -1,6 +1,6 @@
 /**
  * DESIGN.md step 4: record a batch's event ids in one statement. The unique key decides
- * (never SELECT-then-INSERT): an id not returned was already recorded.
+ * (never SELECT-then-INSERT): an id not inserted was already recorded.
  */
 import type pg from "pg";
 
@@ -8,7 +8,8 @@ import type pg from "pg";
 export interface EventIdRow {
   readonly eventId: string;
   readonly offset: string;
-  readonly valueSha256: Buffer | null;
+  /** SHA-256 of the value as 64 hex digits, or null for a record with a null value. */
+  readonly valueSha256: string | null;
 }
 
 /** What {@link insertEventIds} found for an id that was already recorded. */
@@ -16,12 +17,42 @@ export interface SeenEventId {
   readonly topic: string;
   readonly partition: number;
   readonly offset: string;
-  readonly valueSha256: Buffer | null;
+  /** As recorded: 64 hex digits, or null. */
+  readonly valueSha256: string | null;
 }
 
+/** Bytes of one SHA-256 digest. */
+const DIGEST_BYTES = 32;
+/** Stands for "no digest" (a null value) in the packed digests; no SHA-256 output is all zeros in practice (2^-256). */
+const NO_DIGEST = Buffer.alloc(DIGEST_BYTES);
+
 /**
- * Inserts the ids (unique within `rows`) with ON CONFLICT DO NOTHING RETURNING, and returns
- * the set of ids inserted now plus, for the others, where they were first seen.
+ * The digests go as one binary parameter (node-postgres sends a Buffer in binary format), cut
+ * into 32-byte pieces by ordinality: no hex text per digest to build in Node and parse in
+ * PostgreSQL. The statement returns only the ids that were NOT inserted (usually none), so the
+ * common case reads no rows back.
+ */
+const INSERT = {
+  // A named statement: parsed and planned once per connection, it runs in every transaction.
+  name: "replayable_insert_event_ids_v2",
+  text: `WITH e AS MATERIALIZED (
+       SELECT i.id, i.off, i.n FROM unnest($4::text[], $5::bigint[]) WITH ORDINALITY AS i(id, off, n)
+     ), ins AS (
+       INSERT INTO replayable.processed_events (projection, event_id, topic, partition, "offset", value_sha256)
+       SELECT $1, e.id, $2, $3, e.off,
+              NULLIF(substring($6::bytea FROM (e.n::integer - 1) * ${DIGEST_BYTES} + 1 FOR ${DIGEST_BYTES}), $7::bytea)
+       FROM e
+       ON CONFLICT DO NOTHING
+       RETURNING event_id
+     )
+     SELECT e.id AS event_id FROM e WHERE NOT EXISTS (SELECT 1 FROM ins WHERE ins.event_id = e.id)`,
+} as const;
+
+/**
+ * Inserts the ids (unique within `rows`) with `ON CONFLICT DO NOTHING`, and returns the set of
+ * ids inserted now plus, for the others, where they were first seen (read by a second statement,
+ * which in READ COMMITTED sees a row another transaction committed after this one began).
+ * @throws Error when a digest is not 64 hex digits (a bug in the caller).
  */
 export async function insertEventIds(
   client: pg.ClientBase,
@@ -31,46 +62,49 @@ export async function insertEventIds(
   rows: readonly EventIdRow[],
 ): Promise<{ inserted: Set<string>; seen: Map<string, SeenEventId> }> {
   if (rows.length === 0) return { inserted: new Set(), seen: new Map() };
-  const result = await client.query<{ event_id: string }>({
-    // A named statement: parsed and planned once per connection, it runs in every transaction.
-    name: "replayable_insert_event_ids",
-    text: `INSERT INTO replayable.processed_events (projection, event_id, topic, partition, "offset", value_sha256)
-     SELECT $1, e.id, $2, $3, e.off, e.sha
-     FROM unnest($4::text[], $5::bigint[], $6::bytea[]) AS e(id, off, sha)
-     ON CONFLICT DO NOTHING
-     RETURNING event_id`,
-    values: [
-      projection,
-      topic,
-      partition,
-      rows.map((r) => r.eventId),
-      rows.map((r) => r.offset),
-      rows.map((r) => r.valueSha256),
-    ],
-  });
-  const inserted = new Set(result.rows.map((r) => r.event_id));
-  const missing = rows.filter((r) => !inserted.has(r.eventId)).map((r) => r.eventId);
-  const seen = new Map<string, SeenEventId>();
-  if (missing.length > 0) {
-    const prior = await client.query<{
-      event_id: string;
-      topic: string;
-      partition: number;
-      offset: string;
-      value_sha256: Buffer | null;
-    }>(
-      `SELECT event_id, topic, partition, "offset", value_sha256 FROM replayable.processed_events
-       WHERE projection = $1 AND event_id = ANY($2::text[])`,
-      [projection, missing],
-    );
-    for (const r of prior.rows) {
-      seen.set(r.event_id, {
-        topic: r.topic,
-        partition: r.partition,
-        offset: r.offset,
-        valueSha256: r.value_sha256,
-      });
+  const ids = new Array<string>(rows.length);
+  const offsets = new Array<string>(rows.length);
+  const digests = Buffer.allocUnsafe(rows.length * DIGEST_BYTES);
+  rows.forEach((row, i) => {
+    ids[i] = row.eventId;
+    offsets[i] = row.offset;
+    const digest = row.valueSha256;
+    if (digest === null) {
+      NO_DIGEST.copy(digests, i * DIGEST_BYTES);
+    } else if (
+      digest.length !== 2 * DIGEST_BYTES ||
+      digests.write(digest, i * DIGEST_BYTES, DIGEST_BYTES, "hex") !== DIGEST_BYTES
+    ) {
+      throw new Error(`valueSha256 of ${row.eventId} is not ${2 * DIGEST_BYTES} hex digits`);
     }
+  });
+  const result = await client.query<{ event_id: string }>({
+    ...INSERT,
+    values: [projection, topic, partition, ids, offsets, digests, NO_DIGEST],
+  });
+  const inserted = new Set(ids);
+  const seen = new Map<string, SeenEventId>();
+  if (result.rows.length === 0) return { inserted, seen };
+  const missing = result.rows.map((r) => r.event_id);
+  for (const id of missing) inserted.delete(id);
+  const prior = await client.query<{
+    event_id: string;
+    topic: string;
+    partition: number;
+    offset: string;
+    value_sha256: Buffer | null;
+  }>(
+    `SELECT event_id, topic, partition, "offset", value_sha256 FROM replayable.processed_events
+     WHERE projection = $1 AND event_id = ANY($2::text[])`,
+    [projection, missing],
+  );
+  for (const r of prior.rows) {
+    seen.set(r.event_id, {
+      topic: r.topic,
+      partition: r.partition,
+      offset: r.offset,
+      valueSha256: r.value_sha256 === null ? null : r.value_sha256.toString("hex"),
+    });
   }
   return { inserted, seen };
 }
