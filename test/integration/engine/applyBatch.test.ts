@@ -2,6 +2,7 @@
  * The dedupe-then-effect transaction against a real PostgreSQL, one batch at a time (no Kafka:
  * applyBatch takes records as values). Regression tests are named after the case they reproduce.
  */
+import { createHash } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { applyBatch, type BatchResult } from "../../../src/engine/applyBatch.js";
 import { createLogger } from "../../../src/logger.js";
@@ -97,6 +98,46 @@ describe("applyBatch", () => {
     const letters = await deadLetters(topic);
     expect(letters.map((d) => [d.offset, d.error_code])).toEqual([["1", "EVENT_ID_REUSED"]]);
     expect(letters[0]!.error_message).toContain(`${topic}/0@0`);
+  });
+
+  it("records each id with the SHA-256 of its value (NULL for a null value) and compares re-sends with it", async () => {
+    const topic = uniqueName("t");
+    const tombstone: KafkaRecord = { ...credit(topic, 1, `${topic}-null`, 1), value: null };
+    // Three ids in one statement: the digests are packed into one parameter, so each must land on its own row.
+    await apply([credit(topic, 0, `${topic}-a`, 10), tombstone, credit(topic, 2, `${topic}-c`, 7)]);
+    const rows = await db.pool.query<{ event_id: string; sha: string | null }>(
+      `SELECT event_id, encode(value_sha256, 'hex') AS sha FROM replayable.processed_events
+       WHERE topic = $1 ORDER BY "offset"`,
+      [topic],
+    );
+    expect(rows.rows).toEqual([
+      {
+        event_id: `${topic}-a`,
+        sha: createHash("sha256")
+          .update(credit(topic, 0, "", 10).value!)
+          .digest("hex"),
+      },
+      { event_id: `${topic}-null`, sha: null },
+      {
+        event_id: `${topic}-c`,
+        sha: createHash("sha256")
+          .update(credit(topic, 2, "", 7).value!)
+          .digest("hex"),
+      },
+    ]);
+    // A re-sent null value is a duplicate; a value under the id of the null one is a reused id.
+    const again = await apply([
+      { ...tombstone, offset: "3" },
+      { ...credit(topic, 4, `${topic}-null`, 5) },
+      credit(topic, 5, `${topic}-c`, 7),
+    ]);
+    expect(again.duplicates.event_id).toBe(2);
+    expect(again.applied).toBe(0);
+    const letters = await deadLetters(topic);
+    expect(letters.map((d) => [d.offset, d.error_code])).toEqual([
+      ["1", "DECODE_FAILED"],
+      ["4", "EVENT_ID_REUSED"],
+    ]);
   });
 
   it("regression: a reused id repeated in one batch names where the id was first seen", async () => {
