@@ -93,6 +93,14 @@ const schema = z.object({
     .default("")
     .refine((s) => s === "" || s.trim().length > 0, notBlank),
   REPLAYABLE_PARTITIONS_CONCURRENTLY: intFrom(1, 1000, "partitions").default(3),
+  // Measured by `make bench` (docs/benchmarks.md): overlapping the fetch with the transaction.
+  REPLAYABLE_PREFETCH: z
+    .string()
+    .trim()
+    .toLowerCase()
+    .pipe(z.enum(["true", "false"], { message: 'must be "true" or "false"' }))
+    .default("true")
+    .transform((s) => s === "true"),
   // Defaults measured by `make bench` (docs/benchmarks.md): one transaction per fetched partition
   // batch of small records, and a fetch size that keeps a member's peak RSS near 200 MB.
   REPLAYABLE_MAX_BATCH_RECORDS: intFrom(1, 100_000, "records").default(2000),
@@ -132,6 +140,8 @@ export interface Config {
   /** Consumer group id; defaults to the projection name (DESIGN.md "Words"). */
   readonly groupId: string;
   readonly partitionsConsumedConcurrently: number;
+  /** Fetch a partition's next batch while its current batch's transaction runs (one batch ahead). */
+  readonly prefetch: boolean;
   readonly maxBatchRecords: number;
   readonly maxBatchBytes: number;
   readonly maxRecordBytes: number;
@@ -213,6 +223,7 @@ export function loadConfig(
     topics: Object.freeze(c.REPLAYABLE_TOPICS),
     groupId: c.REPLAYABLE_GROUP_ID === "" ? c.REPLAYABLE_PROJECTION : c.REPLAYABLE_GROUP_ID,
     partitionsConsumedConcurrently: c.REPLAYABLE_PARTITIONS_CONCURRENTLY,
+    prefetch: c.REPLAYABLE_PREFETCH,
     maxBatchRecords: c.REPLAYABLE_MAX_BATCH_RECORDS,
     maxBatchBytes: c.REPLAYABLE_MAX_BATCH_BYTES,
     maxRecordBytes: c.REPLAYABLE_MAX_RECORD_BYTES,

@@ -184,6 +184,7 @@ export class ConsumerService {
       sessionTimeoutMs: config.sessionTimeoutMs,
       heartbeatIntervalMs: config.heartbeatIntervalMs,
       partitionsConsumedConcurrently: config.partitionsConsumedConcurrently,
+      prefetch: config.prefetch,
       maxBytesPerPartition: config.maxBatchBytes,
       log,
       onBatch: (batch, control) => this.onBatch(batch, control),

@@ -2,7 +2,8 @@
  * A consumer group member over KafkaJS: `autoCommit` off, `eachBatch`, partitions in parallel,
  * each partition strictly in offset order. It hands each partition's batch to a handler and
  * gives it a commit function that refuses to commit for a partition this member no longer owns,
- * and a pause function for a partition whose transactions keep failing. A broker outage never
+ * and a pause function for a partition whose transactions keep failing. With `prefetch`, the
+ * handler of a batch runs while KafkaJS fetches the partition's next one. A broker outage never
  * ends the process: KafkaJS retries, then restarts the consumer, and where KafkaJS gives up on an
  * availability error this class restarts it with back-off.
  */
@@ -10,6 +11,7 @@ import type { Consumer, EachBatchPayload, Kafka } from "kafkajs";
 import type { Logger } from "pino";
 import { backoffDelayMs } from "../engine/backoff.js";
 import { ReplayableError, errorMessage } from "../errors.js";
+import { nextOffset } from "../offsets.js";
 import type { KafkaRecord } from "../record.js";
 import { toRecord } from "./toRecord.js";
 
@@ -18,18 +20,21 @@ export type CommitResult = "committed" | "skipped_rebalanced" | "failed";
 
 /** What the handler of one partition's batch may do besides reading records. */
 export interface BatchControl {
-  /** False once the member is stopping or the partition was revoked (a rebalance): stop work. */
+  /** False once the member is stopping, the group rebalanced or the partition was revoked: stop work. */
   isActive(): boolean;
   /** Sends a heartbeat if one is due; keeps the member in the group during long batches. */
   heartbeat(): Promise<void>;
-  /** Commits `nextOffset` for this partition unless the assignment changed meanwhile. */
+  /** Commits `nextOffset` for this partition unless the group rebalanced since the batch was fetched. */
   commit(nextOffset: string): Promise<CommitResult>;
-  /** Marks offsets up to `offset` as processed locally, so the next fetch continues after it. */
+  /**
+   * Marks offsets up to `offset` as applied. When the handler returns, the partition is fetched
+   * again from the first offset of the batch it did not resolve (none: the batch was done).
+   */
   resolve(offset: string): void;
   /**
    * Stops fetching this partition for `ms`, then resumes it (KafkaJS `pause`/`resume`). The
-   * handler returns without resolving, so the next fetch starts again at the first unresolved
-   * offset. The member keeps heartbeating and other partitions keep going meanwhile.
+   * handler returns without resolving the rest of the batch, so fetching starts again at the
+   * first unresolved offset. The member keeps heartbeating and other partitions keep going meanwhile.
    */
   pause(ms: number): void;
 }
@@ -57,6 +62,13 @@ export interface GroupConsumerOptions {
   readonly partitionsConsumedConcurrently: number;
   /** Largest fetch per partition, bytes. */
   readonly maxBytesPerPartition: number;
+  /**
+   * Fetch a partition's next batch while the handler applies the one before (default false):
+   * the handler of a partition still runs one batch at a time, in offset order, but KafkaJS's
+   * fetch (and its decoding, on the same thread) overlaps the database work. At most one batch
+   * per partition waits, fetched, behind the one being applied.
+   */
+  readonly prefetch?: boolean;
   readonly log: Logger;
   readonly onBatch: (batch: PartitionBatch, control: BatchControl) => Promise<void>;
   /** Called on every group join with this member's assignment (topic → partitions). */
@@ -120,6 +132,10 @@ export class GroupConsumer {
   private readonly resumeTimers = new Map<string, NodeJS.Timeout>();
   private restartTimer: NodeJS.Timeout | undefined;
   private restarts = 0;
+  /** Bumped on every group join: a batch fetched before it neither commits nor moves the fetch position. */
+  private generation = 0;
+  /** Prefetch: per `topic/partition`, the handler run of its batch being applied. */
+  private readonly inFlight = new Map<string, Promise<void>>();
 
   constructor(private readonly options: GroupConsumerOptions) {
     this.consumer = options.kafka.consumer({
@@ -140,6 +156,7 @@ export class GroupConsumer {
     });
     const { GROUP_JOIN, CRASH, STOP } = this.consumer.events;
     this.consumer.on(GROUP_JOIN, (event) => {
+      this.generation += 1;
       this.joined = true;
       this.restarts = 0;
       options.log.info(
@@ -245,13 +262,26 @@ export class GroupConsumer {
     return this.started;
   }
 
-  /** Stops fetching, waits for in-flight batches to finish, leaves the group and disconnects. */
+  /**
+   * Stops fetching, waits for in-flight batches to finish (each ends after its current
+   * transaction and offset commit), leaves the group and disconnects.
+   */
   stop(): Promise<void> {
     this.stopRequested = true;
     this.stopped ??= (async () => {
       clearTimeout(this.restartTimer);
       for (const timer of this.resumeTimers.values()) clearTimeout(timer);
       this.resumeTimers.clear();
+      if (this.inFlight.size > 0) {
+        // Prefetch: the handlers run outside KafkaJS's eachBatch, which disconnect() would not wait
+        // for; stop fetching (no busy re-fetch loop meanwhile), let them commit, then leave.
+        try {
+          this.consumer.pause(this.options.topics.map((topic) => ({ topic })));
+        } catch {
+          // Not running (never started, or crashed): nothing is fetched anyway.
+        }
+        await Promise.allSettled([...this.inFlight.values()]);
+      }
       await this.consumer.disconnect();
     })();
     return this.stopped;
@@ -266,12 +296,29 @@ export class GroupConsumer {
     const { batch } = payload;
     if (batch.messages.length === 0) return;
     const { topic, partition } = batch;
+    const key = `${topic}/${partition}`;
+    const prefetch = this.options.prefetch === true;
+    if (prefetch) {
+      // One batch of a partition at a time, in offset order: this one was fetched while the one
+      // before was applied; wait for it. If it did not finish, it moved the fetch position back
+      // (a pending seek makes this batch stale) or paused the partition: drop this batch.
+      const previous = this.inFlight.get(key);
+      if (previous !== undefined) await previous;
+    }
+    if (this.stopRequested || !payload.isRunning() || payload.isStale() || this.resumeTimers.has(key)) return;
+    const generation = this.generation;
+    /** The last offset of this batch the handler resolved (applied, or skipped as below the checkpoint). */
+    let resolved: string | undefined;
     const control: BatchControl = {
-      isActive: () => payload.isRunning() && !payload.isStale(),
+      isActive: () =>
+        !this.stopRequested && generation === this.generation && payload.isRunning() && !payload.isStale(),
       heartbeat: async () => {
         await payload.heartbeat();
       },
-      resolve: (offset) => payload.resolveOffset(offset),
+      resolve: (offset) => {
+        resolved = offset;
+        if (!prefetch) payload.resolveOffset(offset);
+      },
       pause: (ms) => {
         const resume = payload.pause();
         const key = `${topic}/${partition}`;
@@ -293,7 +340,7 @@ export class GroupConsumer {
         // generation, so the coordinator refuses it after a rebalance.
         const offsets = { topics: [{ topic, partitions: [{ partition, offset: nextOffset }] }] };
         for (let attempt = 1; ; attempt++) {
-          if (payload.isStale()) return "skipped_rebalanced";
+          if (generation !== this.generation || payload.isStale()) return "skipped_rebalanced";
           try {
             await payload.commitOffsetsIfNecessary(offsets);
             return "committed";
@@ -317,13 +364,14 @@ export class GroupConsumer {
     };
     const { messages } = batch;
     let records: KafkaRecord[] | undefined;
-    await this.options.onBatch(
+    const lastOffset = messages[messages.length - 1]!.offset;
+    const run = this.options.onBatch(
       {
         topic,
         partition,
         highWatermark: batch.highWatermark,
         firstOffset: messages[0]!.offset,
-        lastOffset: messages[messages.length - 1]!.offset,
+        lastOffset,
         size: messages.length,
         get records() {
           return (records ??= messages.map((m) => toRecord(topic, partition, m)));
@@ -331,6 +379,51 @@ export class GroupConsumer {
       },
       control,
     );
+    if (!prefetch) {
+      await run;
+      return;
+    }
+    // Prefetch: KafkaJS fetches from after this batch while the handler applies it.
+    payload.resolveOffset(lastOffset);
+    const done = run.then(
+      () => {
+        if (resolved !== lastOffset)
+          this.refetchFrom(topic, partition, generation, resolved, messages[0]!.offset);
+      },
+      (error: unknown) => {
+        this.options.log.error({ err: error, topic, partition }, "batch handler failed");
+        this.refetchFrom(topic, partition, generation, resolved, messages[0]!.offset);
+      },
+    );
+    const tracked = done.finally(() => {
+      if (this.inFlight.get(key) === tracked) this.inFlight.delete(key);
+    });
+    this.inFlight.set(key, tracked);
+  }
+
+  /**
+   * Prefetch: the handler left part of its batch unapplied (paused, stopped, failed), but the
+   * fetch position is already past the batch. Seek back to the first unapplied offset, so it is
+   * fetched again, as KafkaJS does for an unresolved batch; a batch fetched meanwhile is stale.
+   * Not after a rebalance or during a stop: the next fetch then starts from the committed offset.
+   */
+  private refetchFrom(
+    topic: string,
+    partition: number,
+    generation: number,
+    resolved: string | undefined,
+    firstOffset: string,
+  ): void {
+    if (generation !== this.generation || this.stopRequested) return;
+    const offset = resolved === undefined ? firstOffset : nextOffset(resolved);
+    try {
+      this.consumer.seek({ topic, partition, offset });
+    } catch (error) {
+      this.options.log.warn(
+        { err: error, topic, partition, offset },
+        "could not seek back to an unapplied batch",
+      );
+    }
   }
 }
 

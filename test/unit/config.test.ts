@@ -46,6 +46,7 @@ describe("loadConfig refuses each bad setting, naming the variable and what is v
       { REPLAYABLE_PARTITIONS_CONCURRENTLY: "0" },
       "REPLAYABLE_PARTITIONS_CONCURRENTLY=0: must be at least 1 partitions",
     ],
+    [{ REPLAYABLE_PREFETCH: "yes" }, 'REPLAYABLE_PREFETCH=yes: must be "true" or "false"'],
     [
       { REPLAYABLE_MAX_BATCH_RECORDS: "1e3" },
       "REPLAYABLE_MAX_BATCH_RECORDS=1e3: must be a whole number of records from 1 to 100000",
