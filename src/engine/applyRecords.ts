@@ -71,18 +71,22 @@ interface RecordedId {
 export async function applyRecords<T>(input: ApplyRecordsInput<T>): Promise<ApplyRecordsResult> {
   const { projection, records, log, deadLetter } = input;
   const duplicates: Record<DuplicateKeyKind, number> = { offset: 0, event_id: 0 };
-  let candidates: readonly KafkaRecord[] = records;
-  const eventIds = new Map<KafkaRecord, string>();
+  let candidates: readonly { readonly record: KafkaRecord; readonly eventId?: string }[];
   let eventIdsRecorded = 0;
-  if (projection.dedupe.kind === "event-id" && candidates.length > 0) {
-    const { fresh, inserted } = await recordEventIds(input, projection.dedupe, duplicates, eventIds);
-    candidates = candidates.filter((r) => fresh.has(r));
+  if (projection.dedupe.kind === "event-id") {
+    const { fresh, inserted } =
+      records.length > 0
+        ? await recordEventIds(input, projection.dedupe, duplicates)
+        : { fresh: [], inserted: 0 };
+    candidates = fresh;
     eventIdsRecorded = inserted;
+  } else {
+    candidates = records.map((record) => ({ record }));
   }
 
   // Step 5: size, decode, then apply in offset order; a permanent failure is rolled back to its savepoint.
   const decoded: DecodedRecord<T>[] = [];
-  for (const record of candidates) {
+  for (const { record, eventId } of candidates) {
     const size = recordBytes(record);
     if (size > input.maxRecordBytes) {
       await deadLetter(
@@ -93,7 +97,7 @@ export async function applyRecords<T>(input: ApplyRecordsInput<T>): Promise<Appl
       continue;
     }
     try {
-      decoded.push({ record, value: projection.decode(record), eventId: eventIds.get(record) });
+      decoded.push({ record, value: projection.decode(record), eventId });
     } catch (error) {
       await deadLetter(record, codeOf(error, "DECODE_FAILED"), recordErrorMessage(error));
     }
@@ -103,72 +107,82 @@ export async function applyRecords<T>(input: ApplyRecordsInput<T>): Promise<Appl
   return { applied, duplicates, eventIdsRecorded };
 }
 
-/** Step 4: records each first-seen id; returns the records to apply and counts the duplicates. */
+/** A record with its event id, in the shape {@link insertEventIds} takes. */
+interface IdentifiedRecord {
+  readonly record: KafkaRecord;
+  readonly eventId: string;
+  readonly offset: string;
+  readonly valueSha256: string | null;
+}
+
+/**
+ * Step 4: records each first-seen id; returns the records to apply (in offset order, with their
+ * ids) and counts the duplicates.
+ */
 async function recordEventIds<T>(
   input: ApplyRecordsInput<T>,
   key: Exclude<Projection["dedupe"], { kind: "offset" }>,
   duplicates: Record<DuplicateKeyKind, number>,
-  eventIds: Map<KafkaRecord, string>,
-): Promise<{ fresh: Set<KafkaRecord>; inserted: number }> {
+): Promise<{ fresh: IdentifiedRecord[]; inserted: number }> {
   const { client, projection, topic, partition, records, deadLetter } = input;
-  const firstById = new Map<string, { record: KafkaRecord; digest: string | null }>();
-  const repeats: { record: KafkaRecord; id: string; digest: string | null }[] = [];
+  // The first record of each id, in offset order; a later one with the same id is a repeat.
+  const firsts: IdentifiedRecord[] = [];
+  const firstIndex = new Map<string, number>();
+  const repeats: IdentifiedRecord[] = [];
   for (const record of records) {
-    let id: string;
+    let eventId: string;
     try {
-      id = extractEventId(record, key);
+      eventId = extractEventId(record, key);
     } catch (error) {
       await deadLetter(record, codeOf(error, "EVENT_ID_MISSING"), recordErrorMessage(error));
       continue;
     }
-    const digest = valueDigest(record);
-    if (firstById.has(id)) repeats.push({ record, id, digest });
-    else firstById.set(id, { record, digest });
+    const item = { record, eventId, offset: record.offset, valueSha256: valueDigest(record) };
+    if (firstIndex.has(eventId)) repeats.push(item);
+    else {
+      firstIndex.set(eventId, firsts.length);
+      firsts.push(item);
+    }
   }
-  const { inserted, seen } = await insertEventIds(
-    client,
-    projection.name,
-    topic,
-    partition,
-    [...firstById].map(([eventId, { record, digest }]) => ({
-      eventId,
-      offset: record.offset,
-      valueSha256: digest,
-    })),
-  );
-  const fresh = new Set<KafkaRecord>();
-  // Where each id is recorded now: a repeat later in the batch is compared with that, not with its first copy here.
-  const recorded = new Map<string, RecordedId>();
-  for (const [id, { record, digest }] of firstById) {
-    const prior: SeenEventId | undefined = seen.get(id);
-    if (inserted.has(id) || prior === undefined) {
-      recorded.set(id, { topic, partition, offset: record.offset, valueSha256: digest });
-      if (inserted.has(id)) {
-        fresh.add(record);
-        eventIds.set(record, id);
-      } else duplicates.event_id += 1; // recorded and removed meanwhile (pruned): never apply twice
+  const { conflicts, seen } = await insertEventIds(client, projection.name, topic, partition, firsts);
+  // Where an id is recorded now: its first record here, unless it was recorded before.
+  const recordedAt = (item: IdentifiedRecord): RecordedId =>
+    (conflicts.has(item.eventId) ? seen.get(item.eventId) : undefined) ?? {
+      topic,
+      partition,
+      offset: item.offset,
+      valueSha256: item.valueSha256,
+    };
+  const fresh: IdentifiedRecord[] = [];
+  for (const item of firsts) {
+    if (!conflicts.has(item.eventId)) {
+      fresh.push(item);
       continue;
     }
-    recorded.set(id, prior);
+    const prior: SeenEventId | undefined = seen.get(item.eventId);
+    if (prior === undefined) {
+      duplicates.event_id += 1; // recorded and removed meanwhile (pruned): never apply twice
+      continue;
+    }
+    const { record } = item;
     const itself =
       input.retrying === true &&
       prior.topic === record.topic &&
       prior.partition === record.partition &&
       prior.offset === record.offset;
-    if (itself) {
-      fresh.add(record);
-      eventIds.set(record, id);
-    } else if (!sameDigest(prior.valueSha256, digest)) {
-      await deadLetter(record, "EVENT_ID_REUSED", reusedMessage(id, prior));
+    if (itself) fresh.push(item);
+    else if (prior.valueSha256 !== item.valueSha256) {
+      await deadLetter(record, "EVENT_ID_REUSED", reusedMessage(item.eventId, prior));
     } else duplicates.event_id += 1;
   }
+  // A repeat is compared with where its id is recorded now, not with its first copy here.
   for (const repeat of repeats) {
-    const first = recorded.get(repeat.id);
-    if (first !== undefined && !sameDigest(first.valueSha256, repeat.digest)) {
-      await deadLetter(repeat.record, "EVENT_ID_REUSED", reusedMessage(repeat.id, first));
+    const first = recordedAt(firsts[firstIndex.get(repeat.eventId)!]!);
+    if (first.valueSha256 !== repeat.valueSha256) {
+      await deadLetter(repeat.record, "EVENT_ID_REUSED", reusedMessage(repeat.eventId, first));
     } else duplicates.event_id += 1;
   }
-  return { fresh, inserted: inserted.size };
+  return { fresh, inserted: firsts.length - conflicts.size };
 }
 
 function reusedMessage(id: string, first: RecordedId): string {
@@ -222,9 +236,4 @@ function isPermanent(error: unknown): boolean {
 
 function codeOf(error: unknown, fallback: ErrorCode): ErrorCode {
   return error instanceof ReplayableError ? error.code : fallback;
-}
-
-/** Digests are hex strings (see valueDigest); null for a null value. */
-function sameDigest(a: string | null, b: string | null): boolean {
-  return a === b;
 }

@@ -5,10 +5,12 @@ import type { KafkaRecord } from "../record.js";
 /** Normalises headers to name → Buffer[] (KafkaJS gives a Buffer, a string or an array of them). */
 export function toRecord(topic: string, partition: number, message: KafkaMessage): KafkaRecord {
   const headers: Record<string, Buffer[]> = {};
-  for (const [name, value] of Object.entries(message.headers ?? {})) {
+  const given = message.headers;
+  // for…in, not Object.entries: this runs for every record and should allocate only what it returns.
+  for (const name in given) {
+    const value = given[name];
     if (value === undefined) continue;
-    const values = Array.isArray(value) ? value : [value];
-    headers[name] = values.map((v: Buffer | string) => (typeof v === "string" ? Buffer.from(v, "utf8") : v));
+    headers[name] = Array.isArray(value) ? value.map(toBuffer) : [toBuffer(value)];
   }
   return {
     topic,
@@ -19,4 +21,8 @@ export function toRecord(topic: string, partition: number, message: KafkaMessage
     value: message.value ?? null,
     headers,
   };
+}
+
+function toBuffer(value: Buffer | string): Buffer {
+  return typeof value === "string" ? Buffer.from(value, "utf8") : value;
 }

@@ -49,8 +49,8 @@ const INSERT = {
 } as const;
 
 /**
- * Inserts the ids (unique within `rows`) with `ON CONFLICT DO NOTHING`, and returns the set of
- * ids inserted now plus, for the others, where they were first seen (read by a second statement,
+ * Inserts the ids (unique within `rows`) with `ON CONFLICT DO NOTHING`, and returns the ids that
+ * were not inserted (`conflicts`: recorded before) and, for those still there, where they were first seen (read by a second statement,
  * which in READ COMMITTED sees a row another transaction committed after this one began).
  * @throws Error when a digest is not 64 hex digits (a bug in the caller).
  */
@@ -60,8 +60,8 @@ export async function insertEventIds(
   topic: string,
   partition: number,
   rows: readonly EventIdRow[],
-): Promise<{ inserted: Set<string>; seen: Map<string, SeenEventId> }> {
-  if (rows.length === 0) return { inserted: new Set(), seen: new Map() };
+): Promise<{ conflicts: Set<string>; seen: Map<string, SeenEventId> }> {
+  if (rows.length === 0) return { conflicts: new Set(), seen: new Map() };
   const ids = new Array<string>(rows.length);
   const offsets = new Array<string>(rows.length);
   const digests = Buffer.allocUnsafe(rows.length * DIGEST_BYTES);
@@ -82,11 +82,9 @@ export async function insertEventIds(
     ...INSERT,
     values: [projection, topic, partition, ids, offsets, digests, NO_DIGEST],
   });
-  const inserted = new Set(ids);
   const seen = new Map<string, SeenEventId>();
-  if (result.rows.length === 0) return { inserted, seen };
+  if (result.rows.length === 0) return { conflicts: new Set(), seen };
   const missing = result.rows.map((r) => r.event_id);
-  for (const id of missing) inserted.delete(id);
   const prior = await client.query<{
     event_id: string;
     topic: string;
@@ -106,5 +104,5 @@ export async function insertEventIds(
       valueSha256: r.value_sha256 === null ? null : r.value_sha256.toString("hex"),
     });
   }
-  return { inserted, seen };
+  return { conflicts: new Set(missing), seen };
 }
