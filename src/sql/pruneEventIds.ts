@@ -1,7 +1,9 @@
 /**
  * Pruning dedupe state (DESIGN.md "Pruning dedupe state"): an event-id row may go only when its
  * source offset is below its partition's log start offset, because that record can never be read
- * again. Both statements use the index processed_events_source_idx (projection, topic, partition, offset).
+ * again. The count and the delete by offset scan the block ranges of the BRIN index
+ * processed_events_offset_brin that may hold an offset below the log start offset (migration 0002:
+ * a B-tree here cost every event-id insert more than pruning, a rare command, ever saves).
  */
 import type pg from "pg";
 
