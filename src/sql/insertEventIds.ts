@@ -48,6 +48,13 @@ const INSERT = {
      SELECT e.id AS event_id FROM e WHERE NOT EXISTS (SELECT 1 FROM ins WHERE ins.event_id = e.id)`,
 } as const;
 
+/** Where the ids not inserted were first seen (a batch with a re-sent event runs it). */
+const SELECT_PRIOR = {
+  name: "replayable_select_event_ids",
+  text: `SELECT event_id, topic, partition, "offset", value_sha256 FROM replayable.processed_events
+     WHERE projection = $1 AND event_id = ANY($2::text[])`,
+} as const;
+
 /**
  * Inserts the ids (unique within `rows`) with `ON CONFLICT DO NOTHING`, and returns the ids that
  * were not inserted (`conflicts`: recorded before) and, for those still there, where they were first seen (read by a second statement,
@@ -91,11 +98,7 @@ export async function insertEventIds(
     partition: number;
     offset: string;
     value_sha256: Buffer | null;
-  }>(
-    `SELECT event_id, topic, partition, "offset", value_sha256 FROM replayable.processed_events
-     WHERE projection = $1 AND event_id = ANY($2::text[])`,
-    [projection, missing],
-  );
+  }>({ ...SELECT_PRIOR, values: [projection, missing] });
   for (const r of prior.rows) {
     seen.set(r.event_id, {
       topic: r.topic,

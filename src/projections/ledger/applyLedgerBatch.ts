@@ -8,6 +8,32 @@ import type { LedgerEvent } from "./events.js";
 
 type OrderEvent = Extract<LedgerEvent, { type: "ledger.order.paid" | "ledger.order.shipped" }>;
 
+// Named statements: node-postgres prepares each once per connection, so PostgreSQL parses and plans
+// them once instead of in every transaction. Times travel as epoch milliseconds (no ISO text to build
+// and parse per record); to_timestamp keeps them exact to the millisecond.
+const CREDIT_DEBIT = {
+  name: "ledger_batch_credit_debit",
+  text: `INSERT INTO ledger.ledger_accounts (account_id, balance_cents)
+     SELECT a, d FROM unnest($1::text[], $2::bigint[]) AS u(a, d)
+     ON CONFLICT (account_id) DO UPDATE SET balance_cents = ledger_accounts.balance_cents + excluded.balance_cents`,
+} as const;
+const ORDERS_PAID = {
+  name: "ledger_batch_orders_paid",
+  text: `INSERT INTO ledger.ledger_orders (order_id, account_id, amount_cents, state, paid_at)
+     SELECT o, a, m, 'paid', to_timestamp(t / 1000.0)
+     FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[]) AS u(o, a, m, t)
+     ON CONFLICT (order_id) DO UPDATE
+       SET account_id = excluded.account_id, amount_cents = excluded.amount_cents, paid_at = excluded.paid_at
+       WHERE ledger_orders.state = 'paid'`,
+} as const;
+const ORDERS_SHIPPED = {
+  name: "ledger_batch_orders_shipped",
+  text: `UPDATE ledger.ledger_orders AS o SET state = 'shipped', shipped_at = to_timestamp(u.ms / 1000.0)
+     FROM unnest($1::text[], $2::bigint[]) AS u(id, ms)
+     WHERE o.order_id = u.id AND o.state = 'paid'
+     RETURNING o.order_id`,
+} as const;
+
 /**
  * Applies a batch's fresh ledger events:
  * - credits and debits summed per account, then one `INSERT … SELECT FROM unnest … ON CONFLICT DO UPDATE`;
@@ -33,12 +59,10 @@ export async function applyLedgerBatch(
     }
   }
   if (deltas.size > 0) {
-    await ctx.client.query(
-      `INSERT INTO ledger.ledger_accounts (account_id, balance_cents)
-       SELECT a, d FROM unnest($1::text[], $2::bigint[]) AS u(a, d)
-       ON CONFLICT (account_id) DO UPDATE SET balance_cents = ledger_accounts.balance_cents + excluded.balance_cents`,
-      [[...deltas.keys()], [...deltas.values()].map(String)],
-    );
+    await ctx.client.query({
+      ...CREDIT_DEBIT,
+      values: [[...deltas.keys()], [...deltas.values()].map(String)],
+    });
   }
   if (orders.length === 0) return;
   if (!paidThenShipped(orders)) {
@@ -52,29 +76,21 @@ export async function applyLedgerBatch(
     Extract<OrderEvent, { type: "ledger.order.shipped" }>
   >[];
   if (paid.length > 0) {
-    await ctx.client.query(
-      `INSERT INTO ledger.ledger_orders (order_id, account_id, amount_cents, state, paid_at)
-       SELECT o, a, m, 'paid', to_timestamp(t::bigint / 1000.0)
-       FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[]) AS u(o, a, m, t)
-       ON CONFLICT (order_id) DO UPDATE
-         SET account_id = excluded.account_id, amount_cents = excluded.amount_cents, paid_at = excluded.paid_at
-         WHERE ledger_orders.state = 'paid'`,
-      [
+    await ctx.client.query({
+      ...ORDERS_PAID,
+      values: [
         paid.map((p) => p.value.order),
         paid.map((p) => p.value.account),
         paid.map((p) => String(p.value.amount)),
         paid.map((p) => p.record.timestamp),
       ],
-    );
+    });
   }
   if (shipped.length > 0) {
-    const updated = await ctx.client.query<{ order_id: string }>(
-      `UPDATE ledger.ledger_orders AS o SET state = 'shipped', shipped_at = u.s
-       FROM unnest($1::text[], $2::timestamptz[]) AS u(id, s)
-       WHERE o.order_id = u.id AND o.state = 'paid'
-       RETURNING o.order_id`,
-      [shipped.map((s) => s.value.order), shipped.map((s) => s.value.shippedAt.toISOString())],
-    );
+    const updated = await ctx.client.query<{ order_id: string }>({
+      ...ORDERS_SHIPPED,
+      values: [shipped.map((s) => s.value.order), shipped.map((s) => String(s.value.shippedAt.getTime()))],
+    });
     if (updated.rowCount !== shipped.length) {
       const done = new Set(updated.rows.map((r) => r.order_id));
       for (const s of shipped.filter((x) => !done.has(x.value.order))) {
