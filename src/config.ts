@@ -104,7 +104,9 @@ const schema = z.object({
   // Defaults measured by `make bench` (docs/benchmarks.md): one transaction per fetched partition
   // batch of small records, and a fetch size that keeps a member's peak RSS near 200 MB.
   REPLAYABLE_MAX_BATCH_RECORDS: intFrom(1, 100_000, "records").default(2000),
-  REPLAYABLE_MAX_BATCH_BYTES: intFrom(1024, 1_073_741_824, "bytes").default(262_144),
+  // 192 KiB: with prefetch a member holds two fetched batches per partition; at 256 KiB its peak RSS
+  // reached 242-259 MB in `make bench`, at 192 KiB 210-224 MB at the same rate of applied records.
+  REPLAYABLE_MAX_BATCH_BYTES: intFrom(1024, 1_073_741_824, "bytes").default(196_608),
   REPLAYABLE_MAX_RECORD_BYTES: intFrom(1, 1_073_741_824, "bytes").default(1_048_576),
   REPLAYABLE_SESSION_TIMEOUT_MS: intFrom(6000, 1_800_000, "ms").default(30_000),
   REPLAYABLE_HEARTBEAT_INTERVAL_MS: intFrom(100, 600_000, "ms").default(3000),

@@ -138,7 +138,7 @@ describe("loadConfig", () => {
     expect(config.kafka.brokers).toEqual(["127.0.0.1:9092"]);
     expect(config.groupId).toBe("ledger");
     expect(config.maxBatchRecords).toBe(2000);
-    expect(config.maxBatchBytes).toBe(262_144);
+    expect(config.maxBatchBytes).toBe(196_608);
     expect(Object.isFrozen(config)).toBe(true);
   });
 
