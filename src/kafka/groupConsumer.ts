@@ -8,6 +8,7 @@
  * availability error this class restarts it with back-off.
  */
 import type { Consumer, EachBatchPayload, Kafka } from "kafkajs";
+import pLimit, { type LimitFunction } from "p-limit";
 import type { Logger } from "pino";
 import { backoffDelayMs } from "../engine/backoff.js";
 import { ReplayableError, errorMessage } from "../errors.js";
@@ -59,6 +60,10 @@ export interface GroupConsumerOptions {
   readonly topics: readonly string[];
   readonly sessionTimeoutMs: number;
   readonly heartbeatIntervalMs: number;
+  /**
+   * Partitions whose batches are handled at once (KafkaJS `partitionsConsumedConcurrently`); with
+   * `prefetch`, also the most handlers (transactions) running at once.
+   */
   readonly partitionsConsumedConcurrently: number;
   /** Largest fetch per partition, bytes. */
   readonly maxBytesPerPartition: number;
@@ -136,8 +141,11 @@ export class GroupConsumer {
   private generation = 0;
   /** Prefetch: per `topic/partition`, the handler run of its batch being applied. */
   private readonly inFlight = new Map<string, Promise<void>>();
+  /** Prefetch: at most partitionsConsumedConcurrently handlers run at once. */
+  private readonly slots: LimitFunction;
 
   constructor(private readonly options: GroupConsumerOptions) {
+    this.slots = pLimit(options.partitionsConsumedConcurrently);
     this.consumer = options.kafka.consumer({
       groupId: options.groupId,
       sessionTimeout: options.sessionTimeoutMs,
@@ -365,27 +373,29 @@ export class GroupConsumer {
     const { messages } = batch;
     let records: KafkaRecord[] | undefined;
     const lastOffset = messages[messages.length - 1]!.offset;
-    const run = this.options.onBatch(
-      {
-        topic,
-        partition,
-        highWatermark: batch.highWatermark,
-        firstOffset: messages[0]!.offset,
-        lastOffset,
-        size: messages.length,
-        get records() {
-          return (records ??= messages.map((m) => toRecord(topic, partition, m)));
+    const handle = () =>
+      this.options.onBatch(
+        {
+          topic,
+          partition,
+          highWatermark: batch.highWatermark,
+          firstOffset: messages[0]!.offset,
+          lastOffset,
+          size: messages.length,
+          get records() {
+            return (records ??= messages.map((m) => toRecord(topic, partition, m)));
+          },
         },
-      },
-      control,
-    );
+        control,
+      );
     if (!prefetch) {
-      await run;
+      await handle();
       return;
     }
-    // Prefetch: KafkaJS fetches from after this batch while the handler applies it.
+    // Prefetch: KafkaJS fetches from after this batch while the handler applies it, once one of
+    // the partitionsConsumedConcurrently slots is free (eachBatch no longer bounds the handlers).
     payload.resolveOffset(lastOffset);
-    const done = run.then(
+    const done = this.slots(handle).then(
       () => {
         if (resolved !== lastOffset)
           this.refetchFrom(topic, partition, generation, resolved, messages[0]!.offset);

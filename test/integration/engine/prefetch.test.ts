@@ -158,3 +158,50 @@ describe.each([
     expect(committed.every((e) => e.offsetCommit === "committed")).toBe(true);
   });
 });
+
+describe("prefetch and REPLAYABLE_PARTITIONS_CONCURRENTLY", () => {
+  it.each([1, 3])(
+    "runs at most %i transactions at once, though every partition has a batch waiting",
+    async (concurrently) => {
+      const topic = uniqueName("prefetch-slots");
+      const group = uniqueName("g");
+      await stack.admin.createTopic(topic, 6);
+      await produceRecords(
+        testKafka(),
+        topic,
+        Array.from({ length: 240 }, (_, i) => ({ key: null, value: `v${i}`, partition: i % 6 })),
+      );
+      let running = 0;
+      let most = 0;
+      // Each batch's apply holds its transaction open for a moment, so overlapping ones are seen.
+      const counting: Projection<string> = {
+        name: "counting",
+        dedupe: { kind: "offset" },
+        defaultTopics: [],
+        tables: [],
+        decode: (record) => record.value?.toString("utf8") ?? "",
+        async apply() {},
+        async applyBatch({ client }) {
+          running += 1;
+          most = Math.max(most, running);
+          try {
+            await client.query("SELECT pg_sleep(0.05)");
+          } finally {
+            running -= 1;
+          }
+        },
+      };
+      const service = await startMember(
+        topic,
+        group,
+        counting,
+        { REPLAYABLE_PARTITIONS_CONCURRENTLY: String(concurrently), REPLAYABLE_MAX_BATCH_BYTES: "1024" },
+        [],
+      );
+      await waitForCaughtUp(stack.admin, group, topic);
+      await service.stop();
+      expect(most).toBeLessThanOrEqual(concurrently);
+      if (concurrently > 1) expect(most).toBeGreaterThan(1);
+    },
+  );
+});
