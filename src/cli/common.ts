@@ -4,6 +4,7 @@ import { loadConfig, type Config, type ConfigVariable } from "../config.js";
 import { ReplayableError, errorMessage } from "../errors.js";
 import { createKafka } from "../kafka/client.js";
 import { createLogger, type Logger } from "../logger.js";
+import { projectionNames } from "../projections/registry.js";
 import { scrubSecrets } from "../secrets.js";
 
 /** Flags every command that talks to Kafka or PostgreSQL takes (each overrides its variable). */
@@ -127,4 +128,19 @@ export function rateFlag(name: string, value: string | undefined): number {
     );
   }
   return rate;
+}
+
+/**
+ * The projection whose checkpoints `status` and `replay` compare with when no --projection is
+ * given: REPLAYABLE_PROJECTION, else the group id when it names a shipped projection.
+ * @throws ReplayableError CONFIG_INVALID (exit 2) when neither says which projection.
+ */
+export function projectionFor(groupId: string): string {
+  const fromEnv = process.env.REPLAYABLE_PROJECTION;
+  if (fromEnv !== undefined && fromEnv !== "") return fromEnv;
+  if (projectionNames().includes(groupId)) return groupId;
+  throw new ReplayableError(
+    "CONFIG_INVALID",
+    `--projection: group ${groupId} is not the name of a projection (${projectionNames().join(", ")}); say whose checkpoints to compare with --projection or REPLAYABLE_PROJECTION`,
+  );
 }

@@ -106,6 +106,12 @@ export class ConsumerService {
   private readonly pool: pg.Pool;
   /** A one-connection pool for /readyz, so a busy main pool does not make the probe wait. */
   private readonly probePool: pg.Pool;
+  /**
+   * A one-connection pool for the session that holds the projection's shared advisory lock, so the
+   * main pool's REPLAYABLE_DB_POOL_SIZE connections all serve transactions (regression: with a
+   * pool of 1 the lock held the only connection and nothing was ever applied).
+   */
+  private readonly lockPool: pg.Pool;
   private readonly consumer: GroupConsumer;
   private readonly kafka: ReturnType<typeof createKafka>;
   private admin: Promise<KafkaAdmin> | undefined;
@@ -152,6 +158,14 @@ export class ConsumerService {
         applicationName: `replayable:${projection.name}:readyz`,
       },
       () => undefined,
+    );
+    this.lockPool = createPool(
+      {
+        connectionString: config.databaseUrl,
+        max: 1,
+        applicationName: `replayable:${projection.name}:lock`,
+      },
+      onIdleError,
     );
     this.kafka = createKafka({ brokers: config.kafka.brokers, clientId: config.kafka.clientId, log });
     if (config.dlqTopic !== undefined) this.dlq = new DeadLetterPublisher(this.kafka, config.dlqTopic);
@@ -271,6 +285,7 @@ export class ConsumerService {
       this.lockClient?.release();
       this.lockClient = undefined;
       await this.probePool.end().catch(() => undefined);
+      await this.lockPool.end().catch(() => undefined);
       await this.pool.end().catch((error: unknown) => log.warn({ err: error }, "pool end failed"));
       log.info("consumer stopped");
       this.resolveDone(this.fatal ? { kind: "failed", error: this.fatal } : { kind: "stopped" });
@@ -308,7 +323,7 @@ export class ConsumerService {
    */
   private async takeProjectionLock(): Promise<void> {
     const { projection } = this.options;
-    const client = await this.pool.connect();
+    const client = await this.lockPool.connect();
     // A checked-out client whose connection dies emits "error": without a listener, the process crashes.
     client.on("error", (error: Error) => this.onLockConnectionLost(client, error));
     let locked = false;

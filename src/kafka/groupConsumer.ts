@@ -328,6 +328,9 @@ export class GroupConsumer {
         if (!prefetch) payload.resolveOffset(offset);
       },
       pause: (ms) => {
+        // During a stop nothing is fetched any more (stop() paused every topic); pausing one
+        // partition would make KafkaJS fetch the topic's other partitions again.
+        if (this.stopRequested) return;
         const resume = payload.pause();
         const key = `${topic}/${partition}`;
         clearTimeout(this.resumeTimers.get(key));

@@ -43,7 +43,7 @@ export function rebuildCommand(): Command {
     .requiredOption("--group <id>", "the projection's consumer group (must be inactive)")
     .option(
       "--topic <topic...>",
-      "the projection's topics (env REPLAYABLE_TOPICS; default: the topics the group has committed offsets for and the projection has checkpoints for, else its default topics); topics it has checkpoints for are always included",
+      "the projection's topics (env REPLAYABLE_TOPICS; default: the topics the group has committed offsets for or the projection has checkpoints for, else its default topics); topics it has checkpoints for are always included",
     )
     .option("--execute", "do it (refused while the group has members or a run holds the projection)")
     .option("--force", "rebuild even though records were deleted (a log start offset above 0)")

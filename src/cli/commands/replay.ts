@@ -7,7 +7,6 @@ import { Command } from "commander";
 import { createPool } from "../../db/pool.js";
 import { ReplayableError } from "../../errors.js";
 import { KafkaAdmin } from "../../kafka/admin.js";
-import { projectionNames } from "../../projections/registry.js";
 import type { PartitionPlan } from "../../replay/planReset.js";
 import { replay, type ReplayOutcome, type ReplayPlan } from "../../replay/replay.js";
 import { parseResetSpec, type ResetFlags } from "../../replay/resetSpec.js";
@@ -20,6 +19,7 @@ import {
   configFrom,
   printJson,
   printTable,
+  projectionFor,
   withConnectionOptions,
   type ConnectionFlags,
 } from "../common.js";
@@ -99,17 +99,6 @@ export function replayCommand(): Command {
         }
       }),
     );
-}
-
-/** REPLAYABLE_PROJECTION, else the group id when it names a shipped projection. */
-function projectionFor(groupId: string): string {
-  const fromEnv = process.env.REPLAYABLE_PROJECTION;
-  if (fromEnv !== undefined && fromEnv !== "") return fromEnv;
-  if (projectionNames().includes(groupId)) return groupId;
-  throw new ReplayableError(
-    "CONFIG_INVALID",
-    `--projection: group ${groupId} is not the name of a projection (${projectionNames().join(", ")}); say whose checkpoints to compare with --projection or REPLAYABLE_PROJECTION`,
-  );
 }
 
 function report(outcome: ReplayOutcome, output: "table" | "json"): void {

@@ -14,6 +14,7 @@ import {
   configFrom,
   printJson,
   printTable,
+  projectionFor,
   withConnectionOptions,
   type ConnectionFlags,
 } from "../common.js";
@@ -41,17 +42,21 @@ export interface PartitionStatus {
 export function statusCommand(): Command {
   return withConnectionOptions(new Command("status"))
     .description("show per partition: log start offset, high watermark, committed offset, checkpoint and lag")
-    .option("--projection <name>", "projection (env REPLAYABLE_PROJECTION)")
+    .option(
+      "--projection <name>",
+      "projection whose checkpoints to show (env REPLAYABLE_PROJECTION; default: the projection named like --group)",
+    )
     .option(
       "--topic <topic...>",
-      "topics (default: those the group has committed offsets for and the projection has checkpoints for, else the projection's default topics)",
+      "topics (default: those the group has committed offsets for or the projection has checkpoints for, else the projection's default topics)",
     )
     .option("--group <id>", "consumer group id (default: the projection name)")
     .addOption(outputOption())
     .action(
       action(async (flags: StatusFlags) => {
         const config = configFrom(flags, {
-          REPLAYABLE_PROJECTION: flags.projection,
+          REPLAYABLE_PROJECTION:
+            flags.projection ?? (flags.group === undefined ? undefined : projectionFor(flags.group)),
           REPLAYABLE_TOPICS: flags.topic?.join(","),
           REPLAYABLE_GROUP_ID: flags.group,
         });
@@ -85,7 +90,10 @@ export function statusCommand(): Command {
           }
           if (flags.output === "json")
             printJson({ groupId: config.groupId, projection: projection.name, partitions: rows });
-          else printTable(rows as unknown as Record<string, string | number>[]);
+          else {
+            process.stdout.write(`group ${config.groupId}, projection ${projection.name}\n`);
+            printTable(rows as unknown as Record<string, string | number>[]);
+          }
         } finally {
           await admin.close();
           await pool.end();
