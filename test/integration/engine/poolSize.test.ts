@@ -26,7 +26,7 @@ it("REPLAYABLE_DB_POOL_SIZE=1: the member applies every record", async () => {
       REPLAYABLE_GROUP_ID: group,
       REPLAYABLE_DB_POOL_SIZE: "1",
     }),
-    projection: ledgerProjection as never,
+    projection: ledgerProjection,
     log: createLogger("silent"),
     http: false,
   });
