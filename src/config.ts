@@ -92,7 +92,10 @@ const schema = z.object({
     .string()
     .default("")
     .refine((s) => s === "" || s.trim().length > 0, notBlank),
-  REPLAYABLE_PARTITIONS_CONCURRENTLY: intFrom(1, 1000, "partitions").default(3),
+  // 8, below the pool's 10 connections: a transaction spends most of its time in round trips, so
+  // more of them at once keep both Node and PostgreSQL busy (`make bench`, docs/benchmarks.md: on 6
+  // partitions, 3 at once applied 46,000 records/s, one per partition 54,000 to 60,000).
+  REPLAYABLE_PARTITIONS_CONCURRENTLY: intFrom(1, 1000, "partitions").default(8),
   // Measured by `make bench` (docs/benchmarks.md): overlapping the fetch with the transaction.
   REPLAYABLE_PREFETCH: z
     .string()
