@@ -265,6 +265,13 @@ function crossChecks(c: Partial<z.output<typeof schema>>): { variable: string; m
       message: `must be at most REPLAYABLE_RETRY_MAX_MS (${c.REPLAYABLE_RETRY_MAX_MS})`,
     });
   }
+  const connections = both(c.REPLAYABLE_PARTITIONS_CONCURRENTLY, c.REPLAYABLE_DB_POOL_SIZE);
+  if (connections && connections[0] > connections[1]) {
+    problems.push({
+      variable: "REPLAYABLE_PARTITIONS_CONCURRENTLY",
+      message: `must be at most REPLAYABLE_DB_POOL_SIZE (${c.REPLAYABLE_DB_POOL_SIZE}): each partition processed at once needs a connection for its transaction; lower it or raise the pool`,
+    });
+  }
   const dlq = both(c.REPLAYABLE_DLQ_TOPIC, c.REPLAYABLE_TOPICS);
   if (dlq && dlq[1].includes(dlq[0])) {
     problems.push({

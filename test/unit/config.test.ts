@@ -73,6 +73,10 @@ describe("loadConfig refuses each bad setting, naming the variable and what is v
       "REPLAYABLE_RETRY_INITIAL_MS=5000: must be at most REPLAYABLE_RETRY_MAX_MS (1000)",
     ],
     [{ REPLAYABLE_DB_POOL_SIZE: "0" }, "REPLAYABLE_DB_POOL_SIZE=0: must be at least 1 connections"],
+    [
+      { REPLAYABLE_DB_POOL_SIZE: "4" },
+      "REPLAYABLE_PARTITIONS_CONCURRENTLY: must be at most REPLAYABLE_DB_POOL_SIZE (4): each partition processed at once needs a connection",
+    ],
     [{ REPLAYABLE_METRICS_PORT: "70000" }, "REPLAYABLE_METRICS_PORT=70000: must be at most 65535"],
     [
       { LOG_LEVEL: "loud" },

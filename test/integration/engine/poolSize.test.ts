@@ -25,6 +25,7 @@ it("REPLAYABLE_DB_POOL_SIZE=1: the member applies every record", async () => {
       REPLAYABLE_TOPICS: topic,
       REPLAYABLE_GROUP_ID: group,
       REPLAYABLE_DB_POOL_SIZE: "1",
+      REPLAYABLE_PARTITIONS_CONCURRENTLY: "1",
     }),
     projection: ledgerProjection,
     log: createLogger("silent"),
