@@ -332,7 +332,6 @@ export class GroupConsumer {
         // partition would make KafkaJS fetch the topic's other partitions again.
         if (this.stopRequested) return;
         const resume = payload.pause();
-        const key = `${topic}/${partition}`;
         clearTimeout(this.resumeTimers.get(key));
         this.resumeTimers.set(
           key,
@@ -398,16 +397,19 @@ export class GroupConsumer {
     // Prefetch: KafkaJS fetches from after this batch while the handler applies it, once one of
     // the partitionsConsumedConcurrently slots is free (eachBatch no longer bounds the handlers).
     payload.resolveOffset(lastOffset);
-    const done = this.slots(handle).then(
-      () => {
+    const done = this.slots(handle)
+      .catch((error: unknown) =>
+        this.options.log.error({ err: error, topic, partition }, "batch handler failed"),
+      )
+      .then(() => {
         if (resolved !== lastOffset)
-          this.refetchFrom(topic, partition, generation, resolved, messages[0]!.offset);
-      },
-      (error: unknown) => {
-        this.options.log.error({ err: error, topic, partition }, "batch handler failed");
-        this.refetchFrom(topic, partition, generation, resolved, messages[0]!.offset);
-      },
-    );
+          this.refetchFrom(
+            topic,
+            partition,
+            generation,
+            resolved === undefined ? messages[0]!.offset : nextOffset(resolved),
+          );
+      });
     const tracked = done.finally(() => {
       if (this.inFlight.get(key) === tracked) this.inFlight.delete(key);
     });
@@ -420,15 +422,8 @@ export class GroupConsumer {
    * fetched again, as KafkaJS does for an unresolved batch; a batch fetched meanwhile is stale.
    * Not after a rebalance or during a stop: the next fetch then starts from the committed offset.
    */
-  private refetchFrom(
-    topic: string,
-    partition: number,
-    generation: number,
-    resolved: string | undefined,
-    firstOffset: string,
-  ): void {
+  private refetchFrom(topic: string, partition: number, generation: number, offset: string): void {
     if (generation !== this.generation || this.stopRequested) return;
-    const offset = resolved === undefined ? firstOffset : nextOffset(resolved);
     try {
       this.consumer.seek({ topic, partition, offset });
     } catch (error) {
