@@ -143,6 +143,9 @@ describe("loadConfig", () => {
     expect(config.groupId).toBe("ledger");
     expect(config.maxBatchRecords).toBe(2000);
     expect(config.maxBatchBytes).toBe(196_608);
+    expect(config.partitionsConsumedConcurrently).toBe(8);
+    expect(config.prefetch).toBe(true);
+    expect(config.dbPoolSize).toBe(10);
     expect(Object.isFrozen(config)).toBe(true);
   });
 
