@@ -45,8 +45,16 @@ export interface ApplyBatchInput<T> {
   readonly projection: Projection<T>;
   readonly topic: string;
   readonly partition: number;
-  /** Non-empty, one partition's records in ascending offset order. */
+  /** One partition's records in ascending offset order; empty only with `throughOffset`. */
   readonly records: readonly KafkaRecord[];
+  /**
+   * The last offset this transaction covers, at or above the last record's: the end of the
+   * fetch, where transaction markers (commit/abort control records) and aborted records that
+   * `read_committed` filtered out follow the last data record. The checkpoint and the Kafka offset
+   * to commit become `throughOffset + 1`, so they reach the high watermark. Default: the last
+   * record's offset. Gaps in offsets are normal (DESIGN.md "Replay and rebuild").
+   */
+  readonly throughOffset?: string;
   /** Partition high watermark when fetched; a checkpoint above it means the log was recreated or truncated. */
   readonly highWatermark?: string;
   /** Records above this size (key + value + headers, bytes) are dead-lettered. */
@@ -63,8 +71,13 @@ export interface ApplyBatchInput<T> {
  */
 export async function applyBatch<T>(input: ApplyBatchInput<T>): Promise<BatchResult> {
   const { client, records, log } = input;
-  const last = records[records.length - 1];
-  if (last === undefined) throw new Error("applyBatch: empty batch");
+  const last = input.throughOffset ?? records[records.length - 1]?.offset;
+  if (last === undefined) throw new Error("applyBatch: no records and no throughOffset");
+  const lastRecord = records[records.length - 1];
+  if (lastRecord !== undefined && compareOffsets(last, lastRecord.offset) < 0)
+    throw new RangeError(
+      `applyBatch: throughOffset ${last} is below the last record's offset ${lastRecord.offset}`,
+    );
   await client.query("BEGIN ISOLATION LEVEL READ COMMITTED");
   try {
     const result = await inTransaction(input, last);
@@ -79,7 +92,7 @@ export async function applyBatch<T>(input: ApplyBatchInput<T>): Promise<BatchRes
   }
 }
 
-async function inTransaction<T>(input: ApplyBatchInput<T>, last: KafkaRecord): Promise<BatchResult> {
+async function inTransaction<T>(input: ApplyBatchInput<T>, last: string): Promise<BatchResult> {
   const { client, projection, topic, partition, records, log } = input;
   // Step 2: the checkpoint row lock is the fence between two members holding the partition.
   const checkpoint = await lockCheckpoint(client, projection.name, topic, partition);
@@ -108,8 +121,8 @@ async function inTransaction<T>(input: ApplyBatchInput<T>, last: KafkaRecord): P
     },
   });
 
-  // Step 6: the checkpoint covers every offset of the batch, duplicates included.
-  const next = nextOffset(last.offset);
+  // Step 6: the checkpoint covers every offset of the batch, duplicates, markers and aborted records included.
+  const next = nextOffset(last);
   await advanceCheckpoint(client, projection.name, topic, partition, next);
   // The Kafka offset to commit is last + 1 even inside a replay: never seek past what the operator asked to re-read.
   return {

@@ -6,6 +6,7 @@
  * `start()` and `stop()` are idempotent; stop runs in reverse order of start.
  */
 import { setTimeout as sleep } from "node:timers/promises";
+import pLimit, { type LimitFunction } from "p-limit";
 import type pg from "pg";
 import type { Logger } from "pino";
 import type { Config } from "../config.js";
@@ -78,10 +79,10 @@ export interface BatchCommitted {
 }
 
 /**
- * Transaction attempts made in place (sleeping the back-off inside the batch handler) before the
- * partition is paused instead. A serialization failure or deadlock clears within these; an
- * outage then pauses the partition, so the member keeps heartbeating and rebalancing promptly
- * and the other partitions keep going, rather than one handler blocking the fetch loop.
+ * Consecutive failed transactions of a partition after which it counts as paused
+ * (`replayable_paused_partitions`, the "partition paused" log line): a serialization failure or
+ * deadlock clears within these; more means an outage or a fault. The partition is not fetched
+ * while it waits (its lane is full), and every other partition keeps going either way.
  */
 export const ATTEMPTS_BEFORE_PAUSE = 3;
 
@@ -128,6 +129,10 @@ export class ConsumerService {
   private fatal: Error | undefined;
   /** Consecutive failed transactions per `topic/partition`: the back-off exponent. */
   private readonly failures = new Map<string, number>();
+  /** Partitions waiting out a back-off after {@link ATTEMPTS_BEFORE_PAUSE} failures (the paused gauge). */
+  private readonly pausedKeys = new Set<string>();
+  /** At most REPLAYABLE_PARTITIONS_CONCURRENTLY transactions run at once (back-off sleeps hold none). */
+  private readonly transactionSlots: LimitFunction;
   private readonly dlq: DeadLetterPublisher | undefined;
   /** The replay fast path's cached checkpoints, dropped on every assignment. */
   private readonly checkpoints = new CheckpointCache();
@@ -137,6 +142,7 @@ export class ConsumerService {
     const log = withBindings(options.log, { groupId: config.groupId, projection: projection.name });
     this.log = log;
     this.metrics = options.metrics ?? createMetrics();
+    this.transactionSlots = pLimit(config.partitionsConsumedConcurrently);
     this.done = new Promise((resolve) => (this.resolveDone = resolve));
     this.topics = config.topics.length > 0 ? config.topics : projection.defaultTopics;
     initialiseMetrics(this.metrics, this.topics);
@@ -211,7 +217,6 @@ export class ConsumerService {
       },
       onUnassigned: () => this.lagMonitor.unassignAll(),
       onCrash: (error) => this.fail(error),
-      onPausedChange: (paused) => this.metrics.pausedPartitions.set(paused),
     });
   }
 
@@ -452,28 +457,31 @@ export class ConsumerService {
     }
   }
 
+  /**
+   * Applies one partition's fetched batch: one transaction per chunk (REPLAYABLE_MAX_BATCH_RECORDS
+   * and _BYTES), each followed by its offset commit. The last chunk covers the fetch up to
+   * `throughOffset` (transaction markers and aborted records included); a fetch of markers only
+   * is one transaction without records that moves the checkpoint past them.
+   */
   private async onBatch(batch: PartitionBatch, control: BatchControl): Promise<void> {
-    const { config } = this.options;
     const { topic, partition, highWatermark } = batch;
     const log = this.log.child({ topic, partition });
-    // Replay fast path: a fetched batch entirely below the cached checkpoint is skipped whole,
-    // with one offset commit and without converting its records.
-    const chunks: readonly Chunk[] =
-      this.checkpoints.checkpointCovering(topic, partition, batch.lastOffset, highWatermark) !== undefined
-        ? [{ firstOffset: batch.firstOffset, lastOffset: batch.lastOffset, size: batch.size }]
-        : chunkRecords(batch.records, config.maxBatchRecords, config.maxBatchBytes).map(chunkOf);
-    for (const chunk of chunks) {
+    for (const chunk of this.chunksOf(batch)) {
       if (!control.isActive() || this.fatal) return;
       const started = process.hrtime.bigint();
       const epoch = this.checkpoints.epoch;
-      const cached = this.checkpoints.checkpointCovering(topic, partition, chunk.lastOffset, highWatermark);
+      const cached = this.checkpoints.checkpointCovering(
+        topic,
+        partition,
+        chunk.throughOffset,
+        highWatermark,
+      );
       const result =
         cached === undefined
-          ? await this.applyWithRetry(batch, chunk.records ?? batch.records, control, log)
+          ? await this.applyWithRetry(batch, chunk, control, log)
           : belowCheckpoint(chunk, cached);
       if (result === undefined) return;
       this.checkpoints.remember(topic, partition, result.checkpoint, epoch);
-      control.resolve(chunk.lastOffset);
       await failpoint("after-db-commit");
       const commit = await control.commit(result.nextOffset);
       this.metrics.offsetCommits.inc({ result: commit });
@@ -482,8 +490,27 @@ export class ConsumerService {
       if (this.dlq !== undefined && result.deadLettered.length > 0) await this.publish(result, log);
       this.metrics.batchDuration.observe({ topic }, seconds(started));
       this.batchCommitted(batch, chunk, result, commit, cached !== undefined, started, log);
-      await control.heartbeat().catch(() => undefined);
     }
+  }
+
+  /**
+   * The batch's transactions. Replay fast path: a batch entirely below the cached checkpoint is
+   * one chunk skipped whole, with one offset commit and without converting its records.
+   */
+  private chunksOf(batch: PartitionBatch): Chunk[] {
+    const { config } = this.options;
+    const { topic, partition, throughOffset, highWatermark } = batch;
+    if (
+      batch.size === 0 ||
+      this.checkpoints.checkpointCovering(topic, partition, throughOffset, highWatermark) !== undefined
+    )
+      return [
+        { firstOffset: batch.firstOffset, lastOffset: batch.lastOffset, throughOffset, size: batch.size },
+      ];
+    const chunks = chunkRecords(batch.records, config.maxBatchRecords, config.maxBatchBytes).map(chunkOf);
+    const last = chunks.pop()!;
+    chunks.push({ ...last, throughOffset });
+    return chunks;
   }
 
   private batchCommitted(
@@ -518,54 +545,47 @@ export class ConsumerService {
 
   /**
    * Runs the transaction, retrying a failure that is not the record's fault (transient, or a
-   * fault such as a missing table) with exponential back-off and jitter: in place for the first
-   * {@link ATTEMPTS_BEFORE_PAUSE} attempts, then by pausing the partition for the back-off and
-   * returning; KafkaJS fetches the same records again when it resumes. Never dead-letters.
-   * @returns the committed batch, or undefined when abandoned (paused, stopping, revoked).
+   * fault such as a missing table) with exponential back-off and jitter, for as long as the batch
+   * is this member's (`control.signal`). The back-off grows with the partition's consecutive
+   * failures and is slept outside the transaction slots, so the other partitions keep every slot
+   * and keep being fetched (their lanes are apart); from the {@link ATTEMPTS_BEFORE_PAUSE}th
+   * failure on, the partition counts as paused (`replayable_paused_partitions`). Never
+   * dead-letters.
+   * @returns the committed batch, or undefined when abandoned (stopping, rebalanced, fatal).
    */
   private async applyWithRetry(
     batch: PartitionBatch,
-    chunk: PartitionBatch["records"],
+    chunk: Chunk,
     control: BatchControl,
     log: Logger,
   ): Promise<BatchResult | undefined> {
-    const { config, projection } = this.options;
+    const { config } = this.options;
     const key = `${batch.topic}/${batch.partition}`;
     let highWatermark = batch.highWatermark;
-    for (let inPlace = 1; ; inPlace++) {
+    let recheckedHighWatermark = false;
+    for (;;) {
       if (!control.isActive() || this.fatal) return undefined;
-      const attempt = this.failures.get(key) ?? 0;
-      const heartbeats = setInterval(
-        () => void control.heartbeat().catch(() => undefined),
-        config.heartbeatIntervalMs,
-      );
-      let client: pg.PoolClient | undefined;
       try {
-        client = await this.pool.connect();
-        // The failing query rejects too; this only keeps the "error" event from crashing the process.
-        client.on("error", ignoreClientError);
-        const started = process.hrtime.bigint();
-        const result = await applyBatch({
-          client,
-          projection,
-          topic: batch.topic,
-          partition: batch.partition,
-          records: chunk,
-          highWatermark,
-          maxRecordBytes: config.maxRecordBytes,
-          log,
-        });
-        client.release();
-        this.metrics.transactionDuration.observe({ topic: batch.topic }, seconds(started));
-        if (attempt > 0) log.info({ attempts: attempt + 1 }, "transaction committed after retries");
+        const result = await this.transactionSlots(() =>
+          this.runTransaction(batch, chunk, highWatermark, log),
+        );
+        const failures = this.failures.get(key);
+        if (failures !== undefined)
+          log.info({ attempts: failures + 1 }, "transaction committed after retries");
         this.failures.delete(key);
         return result;
       } catch (error) {
-        client?.release(true);
-        if (error instanceof ReplayableError && error.code === "CHECKPOINT_AHEAD_OF_LOG") {
+        if (
+          error instanceof ReplayableError &&
+          error.code === "CHECKPOINT_AHEAD_OF_LOG" &&
+          !recheckedHighWatermark
+        ) {
           // The high watermark came with the fetch; a member that was paused meanwhile (GC, SIGSTOP)
           // may hold a batch older than the checkpoint another member wrote. Ask Kafka once more
-          // before calling the log truncated (regression: a stale member stopped with this error).
+          // before calling the log truncated (regression: a stale member stopped with this error),
+          // and only once: a producer writing to a recreated topic keeps raising the high watermark,
+          // and rechecking until it passes the checkpoint would skip its records as duplicates.
+          recheckedHighWatermark = true;
           const fresh = await this.currentHighWatermark(batch.topic, batch.partition).catch(() => undefined);
           if (fresh !== undefined && offsetDistance(fresh, highWatermark) > 0n) {
             log.info(
@@ -580,34 +600,94 @@ export class ConsumerService {
           this.fail(error);
           return undefined;
         }
-        const { kind, reason } = classifyPgError(error);
-        this.metrics.transactionRetries.inc({ reason });
-        this.failures.set(key, attempt + 1);
-        const waitMs = backoffDelayMs(attempt, config.retryInitialMs, config.retryMaxMs);
-        const fields = {
-          err: error,
-          kind,
-          reason,
-          attempt: attempt + 1,
-          retryInMs: waitMs,
-          firstOffset: chunk[0]?.offset,
-        };
-        // A fault (a bug, a missing table) needs a person; transient failures clear by themselves.
-        const level = kind === "fault" ? "error" : "warn";
-        if (inPlace >= ATTEMPTS_BEFORE_PAUSE) {
-          log[level](fields, "transaction failed; partition paused until the back-off ends");
-          control.pause(waitMs);
-          return undefined;
-        }
-        log[level](fields, "transaction failed; retrying");
-        try {
-          await sleep(waitMs, undefined, { signal: this.abort.signal });
-        } catch {
-          return undefined;
-        }
-      } finally {
-        client?.removeListener("error", ignoreClientError);
-        clearInterval(heartbeats);
+        if (!(await this.backOff(key, chunk, error, control, log))) return undefined;
+      }
+    }
+  }
+
+  /** One attempt of the dedupe-then-effect transaction on a pooled connection (DESIGN.md steps 1-7). */
+  private async runTransaction(
+    batch: PartitionBatch,
+    chunk: Chunk,
+    highWatermark: string,
+    log: Logger,
+  ): Promise<BatchResult> {
+    const { config, projection } = this.options;
+    let client: pg.PoolClient | undefined;
+    try {
+      client = await this.pool.connect();
+      // The failing query rejects too; this only keeps the "error" event from crashing the process.
+      client.on("error", ignoreClientError);
+      const started = process.hrtime.bigint();
+      const result = await applyBatch({
+        client,
+        projection,
+        topic: batch.topic,
+        partition: batch.partition,
+        records: chunk.records ?? batch.records,
+        throughOffset: chunk.throughOffset,
+        highWatermark,
+        maxRecordBytes: config.maxRecordBytes,
+        log,
+      });
+      client.release();
+      client.removeListener("error", ignoreClientError);
+      client = undefined;
+      this.metrics.transactionDuration.observe({ topic: batch.topic }, seconds(started));
+      return result;
+    } catch (error) {
+      client?.removeListener("error", ignoreClientError);
+      client?.release(true);
+      throw error;
+    }
+  }
+
+  /**
+   * Counts and logs a failed transaction, then sleeps its back-off (exponential in the
+   * partition's consecutive failures, with jitter; REPLAYABLE_RETRY_INITIAL_MS to _MAX_MS).
+   * @returns false when the batch was abandoned during the sleep (stop, rebalance).
+   */
+  private async backOff(
+    key: string,
+    chunk: Chunk,
+    error: unknown,
+    control: BatchControl,
+    log: Logger,
+  ): Promise<boolean> {
+    const { config } = this.options;
+    const { kind, reason } = classifyPgError(error);
+    this.metrics.transactionRetries.inc({ reason });
+    const failures = (this.failures.get(key) ?? 0) + 1;
+    this.failures.set(key, failures);
+    const waitMs = backoffDelayMs(failures - 1, config.retryInitialMs, config.retryMaxMs);
+    const fields = {
+      err: error,
+      kind,
+      reason,
+      attempt: failures,
+      retryInMs: waitMs,
+      firstOffset: chunk.firstOffset,
+    };
+    // A fault (a bug, a missing table) needs a person; transient failures clear by themselves.
+    const level = kind === "fault" ? "error" : "warn";
+    const paused = failures >= ATTEMPTS_BEFORE_PAUSE;
+    if (paused) {
+      log[level](fields, "transaction failed; partition paused until the back-off ends");
+      this.pausedKeys.add(key);
+      this.metrics.pausedPartitions.set(this.pausedKeys.size);
+    } else {
+      log[level](fields, "transaction failed; retrying");
+    }
+    try {
+      await sleep(waitMs, undefined, { signal: AbortSignal.any([control.signal, this.abort.signal]) });
+      if (paused) log.info("partition resumed");
+      return true;
+    } catch {
+      return false;
+    } finally {
+      if (paused) {
+        this.pausedKeys.delete(key);
+        this.metrics.pausedPartitions.set(this.pausedKeys.size);
       }
     }
   }
@@ -673,18 +753,25 @@ function ignoreClientError(): void {}
 /** How long /readyz waits for PostgreSQL's answer (or a connection), ms. */
 const READINESS_TIMEOUT_MS = 3000;
 
-/** One transaction's share of a fetched batch; `records` is absent for a whole batch the fast path may skip. */
+/**
+ * One transaction's share of a fetched batch; `records` is absent for a whole batch the fast path
+ * may skip (and for a fetch of transaction markers only). `throughOffset` is the last offset the
+ * transaction covers: its last record's, or for the batch's last chunk the end of the fetch.
+ */
 interface Chunk {
   readonly firstOffset: string;
   readonly lastOffset: string;
+  readonly throughOffset: string;
   readonly size: number;
   readonly records?: readonly KafkaRecord[];
 }
 
 function chunkOf(records: readonly KafkaRecord[]): Chunk {
+  const lastOffset = records[records.length - 1]!.offset;
   return {
     firstOffset: records[0]!.offset,
-    lastOffset: records[records.length - 1]!.offset,
+    lastOffset,
+    throughOffset: lastOffset,
     size: records.length,
     records,
   };
@@ -693,7 +780,7 @@ function chunkOf(records: readonly KafkaRecord[]): Chunk {
 /** The result of a batch the replay fast path skipped: every record is an offset duplicate. */
 function belowCheckpoint(chunk: Chunk, checkpoint: string): BatchResult {
   return {
-    nextOffset: nextOffset(chunk.lastOffset),
+    nextOffset: nextOffset(chunk.throughOffset),
     checkpoint,
     applied: 0,
     duplicates: { offset: chunk.size, event_id: 0 },

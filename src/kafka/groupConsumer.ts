@@ -1,18 +1,19 @@
 /**
  * A consumer group member over KafkaJS: `autoCommit` off, `eachBatch`, partitions in parallel,
- * each partition strictly in offset order. It hands each partition's batch to a handler and
- * gives it a commit function that refuses to commit for a partition this member no longer owns,
- * and a pause function for a partition whose transactions keep failing. With `prefetch`, the
- * handler of a batch runs while KafkaJS fetches the partition's next one. A broker outage never
- * ends the process: KafkaJS retries, then restarts the consumer, and where KafkaJS gives up on an
- * availability error this class restarts it with back-off.
+ * each partition strictly in offset order. `eachBatch` only hands a fetched batch over to its
+ * partition's lane and returns, so KafkaJS's fetch loop (which fetches again only once every
+ * batch of a fetch is handled, and heartbeats meanwhile) never waits for a transaction, a lock or a
+ * back-off: one slow or failing partition never stalls the others. A lane holds at most one batch
+ * being applied plus, with `prefetch`, one fetched behind it; the partition is paused in KafkaJS
+ * while its lane is full. Each batch belongs to the generation (group join) it was fetched in: it
+ * is dropped if a rebalance comes first, and its offset commit is skipped after one. A broker
+ * outage never ends the process: KafkaJS retries, then restarts the consumer, and where KafkaJS
+ * gives up on an availability error this class restarts it with back-off.
  */
 import type { Consumer, EachBatchPayload, Kafka } from "kafkajs";
-import pLimit, { type LimitFunction } from "p-limit";
 import type { Logger } from "pino";
 import { backoffDelayMs } from "../engine/backoff.js";
 import { ReplayableError, errorMessage } from "../errors.js";
-import { nextOffset } from "../offsets.js";
 import type { KafkaRecord } from "../record.js";
 import { toRecord } from "./toRecord.js";
 
@@ -21,34 +22,45 @@ export type CommitResult = "committed" | "skipped_rebalanced" | "failed";
 
 /** What the handler of one partition's batch may do besides reading records. */
 export interface BatchControl {
-  /** False once the member is stopping, the group rebalanced or the partition was revoked: stop work. */
+  /**
+   * Aborted once the batch must not be worked on any more: the member is stopping, or the group
+   * rebalanced (a new generation) since the batch was fetched. Pass it to back-off sleeps.
+   */
+  readonly signal: AbortSignal;
+  /** False once {@link signal} is aborted: stop work, leave the rest of the batch unapplied. */
   isActive(): boolean;
-  /** Sends a heartbeat if one is due; keeps the member in the group during long batches. */
-  heartbeat(): Promise<void>;
-  /** Commits `nextOffset` for this partition unless the group rebalanced since the batch was fetched. */
+  /**
+   * Commits `nextOffset` for this partition, with the generation the batch was fetched in: after
+   * a rebalance it is skipped (`skipped_rebalanced`), never committed for a partition this member
+   * may no longer own. A commit that failed for another reason is retried in the background until
+   * a later commit of the partition supersedes it or the group rebalances.
+   */
   commit(nextOffset: string): Promise<CommitResult>;
-  /**
-   * Marks offsets up to `offset` as applied. When the handler returns, the partition is fetched
-   * again from the first offset of the batch it did not resolve (none: the batch was done).
-   */
-  resolve(offset: string): void;
-  /**
-   * Stops fetching this partition for `ms`, then resumes it (KafkaJS `pause`/`resume`). The
-   * handler returns without resolving the rest of the batch, so fetching starts again at the
-   * first unresolved offset. The member keeps heartbeating and other partitions keep going meanwhile.
-   */
-  pause(ms: number): void;
 }
 
-/** One partition's fetched records, in offset order (never empty). */
+/**
+ * One partition's fetched records, in offset order. `size` is 0 for a fetch that held only
+ * transaction markers (control records) or records of aborted transactions: the batch then only
+ * moves the checkpoint and the committed offset to {@link PartitionBatch.throughOffset} + 1.
+ */
 export interface PartitionBatch {
   readonly topic: string;
   readonly partition: number;
   readonly highWatermark: string;
-  /** Offsets of the first and last record and the number of records, known without converting them. */
+  /**
+   * Offsets of the first and last record and the number of records, known without converting
+   * them; with `size` 0 both are `throughOffset`.
+   */
   readonly firstOffset: string;
   readonly lastOffset: string;
   readonly size: number;
+  /**
+   * The last offset of the fetch (KafkaJS `batch.lastOffset()`): at or above `lastOffset`, as
+   * transaction markers and aborted records that `read_committed` filtered out may follow the last
+   * record. Applying the batch covers every offset up to it (Kafka's consumer likewise moves its
+   * position past control records; KIP-98).
+   */
+  readonly throughOffset: string;
   /** The records, converted from KafkaJS messages on first read (the replay fast path never reads them). */
   readonly records: readonly KafkaRecord[];
 }
@@ -60,21 +72,23 @@ export interface GroupConsumerOptions {
   readonly topics: readonly string[];
   readonly sessionTimeoutMs: number;
   readonly heartbeatIntervalMs: number;
-  /**
-   * Partitions whose batches are handled at once (KafkaJS `partitionsConsumedConcurrently`); with
-   * `prefetch`, also the most handlers (transactions) running at once.
-   */
+  /** KafkaJS `partitionsConsumedConcurrently`: how many fetched batches it hands over at once. */
   readonly partitionsConsumedConcurrently: number;
   /** Largest fetch per partition, bytes. */
   readonly maxBytesPerPartition: number;
   /**
-   * Fetch a partition's next batch while the handler applies the one before (default false):
-   * the handler of a partition still runs one batch at a time, in offset order, but KafkaJS's
-   * fetch (and its decoding, on the same thread) overlaps the database work. At most one batch
-   * per partition waits, fetched, behind the one being applied.
+   * Fetch a partition's next batch while the handler applies the one before (default false): at
+   * most one batch per partition waits, fetched, behind the one being applied. Without it the
+   * partition is not fetched while its batch is applied. Either way a partition's handler runs
+   * one batch at a time, in offset order, and never holds up the fetching of other partitions.
    */
   readonly prefetch?: boolean;
   readonly log: Logger;
+  /**
+   * Applies one partition's batch. Runs outside KafkaJS's fetch loop, one batch of a partition at
+   * a time, in offset order; returns when the batch is done or abandoned (`control.signal`). A
+   * batch it leaves unapplied is fetched again after the next rebalance, from the committed offset.
+   */
   readonly onBatch: (batch: PartitionBatch, control: BatchControl) => Promise<void>;
   /** Called on every group join with this member's assignment (topic → partitions). */
   readonly onAssignment?: (assignment: Readonly<Record<string, readonly number[]>>) => void;
@@ -82,11 +96,12 @@ export interface GroupConsumerOptions {
   readonly onUnassigned?: () => void;
   /** Called on a crash that no restart can fix (authorization, a setting the broker refuses). */
   readonly onCrash?: (error: Error) => void;
-  /** Called when the number of paused partitions changes. */
-  readonly onPausedChange?: (paused: number) => void;
   /** Back-off of restarts after a crash KafkaJS does not restart itself, ms; default 1000 to 30000. */
   readonly restartInitialMs?: number;
   readonly restartMaxMs?: number;
+  /** Back-off of a failed offset commit's background retries, ms; default 1000 to 30000. */
+  readonly commitRetryInitialMs?: number;
+  readonly commitRetryMaxMs?: number;
 }
 
 /**
@@ -126,6 +141,28 @@ const REBALANCE_ERRORS = new Set([
   "NOT_COORDINATOR_FOR_GROUP",
 ]);
 
+/**
+ * One assigned partition's lane: the handlers of its batches run one after another on `tail`;
+ * `held` counts batches handed over and not finished (the one applied plus those waiting). The
+ * partition is paused in KafkaJS while the lane is full, so a slow partition holds at most
+ * {@link GroupConsumer.laneDepth} fetched batches and never blocks the fetch of the others.
+ */
+interface Lane {
+  readonly topic: string;
+  readonly partition: number;
+  tail: Promise<void>;
+  held: number;
+  /** True while this lane asked KafkaJS to pause the partition. */
+  paused: boolean;
+}
+
+/** A failed offset commit waiting for its background retry. */
+interface PendingCommit {
+  readonly offset: string;
+  readonly generation: number;
+  attempts: number;
+}
+
 /** A consumer group member. `start()` and `stop()` are idempotent. */
 export class GroupConsumer {
   private readonly consumer: Consumer;
@@ -134,23 +171,35 @@ export class GroupConsumer {
   private joined = false;
   /** Set by stop(): a crash from now on (e.g. the closed connection of a JoinGroup in flight) is the stop itself. */
   private stopRequested = false;
-  private readonly resumeTimers = new Map<string, NodeJS.Timeout>();
   private restartTimer: NodeJS.Timeout | undefined;
   private restarts = 0;
-  /** Bumped on every group join: a batch fetched before it neither commits nor moves the fetch position. */
+  /**
+   * Bumped on every group join: a batch belongs to the generation it was handed over in; it is
+   * dropped if a join happened before it started, and it never commits in a later generation.
+   */
   private generation = 0;
-  /** Prefetch: per `topic/partition`, the handler run of its batch being applied. */
-  private readonly inFlight = new Map<string, Promise<void>>();
-  /** Prefetch: at most partitionsConsumedConcurrently handlers run at once. */
-  private readonly slots: LimitFunction;
+  /** Aborted on the next group join or on stop: the signal of every batch of the current generation. */
+  private generationAbort = new AbortController();
+  /** Per `topic/partition`: the lane of its batches. */
+  private readonly lanes = new Map<string, Lane>();
+  /** Per `topic/partition`: a failed offset commit to retry. */
+  private readonly pendingCommits = new Map<string, PendingCommit>();
+  private commitRetryTimer: NodeJS.Timeout | undefined;
+  /**
+   * Commits through the latest eachBatch payload of the current generation (works during a
+   * graceful stop, unlike `consumer.commitOffsets`, which KafkaJS skips once stopping).
+   */
+  private committer: { generation: number; commit: EachBatchPayload["commitOffsetsIfNecessary"] } | undefined;
 
   constructor(private readonly options: GroupConsumerOptions) {
-    this.slots = pLimit(options.partitionsConsumedConcurrently);
     this.consumer = options.kafka.consumer({
       groupId: options.groupId,
       sessionTimeout: options.sessionTimeoutMs,
       rebalanceTimeout: Math.max(options.sessionTimeoutMs * 2, 60_000),
       heartbeatInterval: options.heartbeatIntervalMs,
+      // Java's fetch.max.wait.ms default (KafkaJS's is 5000): the broker answers a fetch of caught-up
+      // partitions within it, so a partition resumed meanwhile waits at most this long.
+      maxWaitTimeInMs: 500,
       maxBytesPerPartition: options.maxBytesPerPartition,
       allowAutoTopicCreation: false,
       retry: {
@@ -162,9 +211,9 @@ export class GroupConsumer {
         restartOnFailure: () => Promise.resolve(!this.stopRequested),
       },
     });
-    const { GROUP_JOIN, CRASH, STOP } = this.consumer.events;
+    const { GROUP_JOIN, CRASH, STOP, END_BATCH_PROCESS } = this.consumer.events;
     this.consumer.on(GROUP_JOIN, (event) => {
-      this.generation += 1;
+      this.newGeneration();
       this.joined = true;
       this.restarts = 0;
       options.log.info(
@@ -175,6 +224,26 @@ export class GroupConsumer {
         "joined consumer group",
       );
       options.onAssignment?.(event.payload.memberAssignment);
+    });
+    // KafkaJS does not call eachBatch for a fetch that held only transaction markers or aborted
+    // records (it resolves the offset itself); this event reports it, so the checkpoint and the
+    // committed offset move past them too (otherwise lag never reaches 0 on a transactional topic).
+    this.consumer.on(END_BATCH_PROCESS, (event) => {
+      const { topic, partition, batchSize, lastOffset, highWatermark } = event.payload;
+      if (batchSize !== 0 || this.stopRequested) return;
+      this.handOver(
+        {
+          topic,
+          partition,
+          highWatermark,
+          firstOffset: lastOffset,
+          lastOffset,
+          throughOffset: lastOffset,
+          size: 0,
+          records: [],
+        },
+        this.generation,
+      );
     });
     this.consumer.on(STOP, () => {
       this.joined = false;
@@ -197,6 +266,27 @@ export class GroupConsumer {
         options.onCrash?.(this.describeFatal(error));
       }
     });
+  }
+
+  /** Batches one partition may hold: the one applied, plus the prefetched one. */
+  private get laneDepth(): number {
+    return this.options.prefetch === true ? 2 : 1;
+  }
+
+  /**
+   * A group join: batches handed over before it are dropped unless already running (those finish
+   * their transaction, fenced by the checkpoint row lock, and skip their offset commit), failed
+   * commits of the old generation are forgotten, and the partitions whose lane is still full are
+   * paused again: a KafkaJS restart (a new consumer group object) forgets its paused partitions.
+   */
+  private newGeneration(): void {
+    this.generation += 1;
+    this.generationAbort.abort();
+    this.generationAbort = new AbortController();
+    this.pendingCommits.clear();
+    for (const lane of this.lanes.values()) {
+      if (lane.paused) this.setPaused(lane, true);
+    }
   }
 
   /** Restarts the consumer after a crash KafkaJS does not restart itself, with back-off. */
@@ -271,168 +361,217 @@ export class GroupConsumer {
   }
 
   /**
-   * Stops fetching, waits for in-flight batches to finish (each ends after its current
-   * transaction and offset commit), leaves the group and disconnects.
+   * Stops fetching, lets the batches being applied finish (each ends after its current
+   * transaction and offset commit; batches waiting behind them are dropped), leaves the group
+   * and disconnects.
    */
   stop(): Promise<void> {
     this.stopRequested = true;
     this.stopped ??= (async () => {
       clearTimeout(this.restartTimer);
-      for (const timer of this.resumeTimers.values()) clearTimeout(timer);
-      this.resumeTimers.clear();
-      if (this.inFlight.size > 0) {
-        // Prefetch: the handlers run outside KafkaJS's eachBatch, which disconnect() would not wait
-        // for; stop fetching (no busy re-fetch loop meanwhile), let them commit, then leave.
-        try {
-          this.consumer.pause(this.options.topics.map((topic) => ({ topic })));
-        } catch {
-          // Not running (never started, or crashed): nothing is fetched anyway.
-        }
-        await Promise.allSettled([...this.inFlight.values()]);
+      clearTimeout(this.commitRetryTimer);
+      // The handlers run outside KafkaJS's eachBatch, which disconnect() would not wait for: stop
+      // fetching (no busy re-fetch loop meanwhile), let them commit, then leave.
+      try {
+        this.consumer.pause(this.options.topics.map((topic) => ({ topic })));
+      } catch {
+        // Not running (never started, or crashed): nothing is fetched anyway.
       }
+      this.generationAbort.abort();
+      await Promise.allSettled([...this.lanes.values()].map((lane) => lane.tail));
       await this.consumer.disconnect();
     })();
     return this.stopped;
   }
 
-  /** Number of partitions paused by {@link BatchControl.pause} and not resumed yet. */
-  get pausedPartitions(): number {
-    return this.resumeTimers.size;
+  /**
+   * Hands a fetched batch over to its partition's lane and returns at once: KafkaJS fetches
+   * again only when every batch of a fetch is handled, so a handler that waited here (for a lock,
+   * a back-off, the partition's previous batch) would stall every partition of that broker.
+   */
+  private eachBatch(payload: EachBatchPayload): Promise<void> {
+    const { batch } = payload;
+    if (this.stopRequested || !payload.isRunning() || payload.isStale() || batch.messages.length === 0)
+      return Promise.resolve();
+    const { topic, partition, messages } = batch;
+    const generation = this.generation;
+    this.committer = { generation, commit: payload.commitOffsetsIfNecessary };
+    // The end of the fetch, transaction markers and aborted records included (KafkaJS maps the
+    // last record's offset to it in resolveOffset, and so does this).
+    const throughOffset = batch.lastOffset();
+    // The fetch position moves past this batch now; the lane keeps it until it is applied.
+    payload.resolveOffset(throughOffset);
+    let records: KafkaRecord[] | undefined;
+    this.handOver(
+      {
+        topic,
+        partition,
+        highWatermark: batch.highWatermark,
+        firstOffset: messages[0]!.offset,
+        lastOffset: messages[messages.length - 1]!.offset,
+        throughOffset,
+        size: messages.length,
+        get records() {
+          return (records ??= messages.map((m) => toRecord(topic, partition, m)));
+        },
+      },
+      generation,
+    );
+    return Promise.resolve();
   }
 
-  private async eachBatch(payload: EachBatchPayload): Promise<void> {
-    const { batch } = payload;
-    if (batch.messages.length === 0) return;
+  /** Queues `batch` on its lane; pauses the partition while the lane is full. */
+  private handOver(batch: PartitionBatch, generation: number): void {
     const { topic, partition } = batch;
     const key = `${topic}/${partition}`;
-    const prefetch = this.options.prefetch === true;
-    if (prefetch) {
-      // One batch of a partition at a time, in offset order: this one was fetched while the one
-      // before was applied; wait for it. If it did not finish, it moved the fetch position back
-      // (a pending seek makes this batch stale) or paused the partition: drop this batch.
-      const previous = this.inFlight.get(key);
-      if (previous !== undefined) await previous;
+    let lane = this.lanes.get(key);
+    if (lane === undefined) {
+      lane = { topic, partition, tail: Promise.resolve(), held: 0, paused: false };
+      this.lanes.set(key, lane);
     }
-    if (this.stopRequested || !payload.isRunning() || payload.isStale() || this.resumeTimers.has(key)) return;
-    const generation = this.generation;
-    /** The last offset of this batch the handler resolved (applied, or skipped as below the checkpoint). */
-    let resolved: string | undefined;
-    const control: BatchControl = {
-      isActive: () =>
-        !this.stopRequested && generation === this.generation && payload.isRunning() && !payload.isStale(),
-      heartbeat: async () => {
-        await payload.heartbeat();
-      },
-      resolve: (offset) => {
-        resolved = offset;
-        if (!prefetch) payload.resolveOffset(offset);
-      },
-      pause: (ms) => {
-        // During a stop nothing is fetched any more (stop() paused every topic); pausing one
-        // partition would make KafkaJS fetch the topic's other partitions again.
-        if (this.stopRequested) return;
-        const resume = payload.pause();
-        clearTimeout(this.resumeTimers.get(key));
-        this.resumeTimers.set(
-          key,
-          setTimeout(() => {
-            this.resumeTimers.delete(key);
-            this.options.onPausedChange?.(this.resumeTimers.size);
-            this.options.log.info({ topic, partition }, "partition resumed");
-            resume();
-          }, ms),
-        );
-        this.options.onPausedChange?.(this.resumeTimers.size);
-      },
-      commit: async (nextOffset) => {
-        // Not consumer.commitOffsets(): KafkaJS skips that silently once stop() began, which would
-        // lose the commit of the batch a graceful stop lets finish. This commits with the current
-        // generation, so the coordinator refuses it after a rebalance.
-        const offsets = { topics: [{ topic, partitions: [{ partition, offset: nextOffset }] }] };
-        for (let attempt = 1; ; attempt++) {
-          if (generation !== this.generation || payload.isStale()) return "skipped_rebalanced";
-          try {
-            await payload.commitOffsetsIfNecessary(offsets);
-            return "committed";
-          } catch (error) {
-            const type = (error as { type?: string }).type;
-            if (type !== undefined && REBALANCE_ERRORS.has(type) && type !== "NOT_COORDINATOR_FOR_GROUP") {
-              this.options.log.info(
-                { topic, partition, nextOffset, type },
-                "offset commit skipped: the group rebalanced",
-              );
-              return "skipped_rebalanced";
-            }
-            if (attempt >= 3) {
-              this.options.log.warn({ err: error, topic, partition, nextOffset }, "offset commit failed");
-              return "failed";
-            }
-            await new Promise((resolve) => setTimeout(resolve, 200 * attempt));
-          }
-        }
-      },
+    const current = lane;
+    current.held += 1;
+    if (current.held >= this.laneDepth) this.setPaused(current, true);
+    const signal = this.generationAbort.signal;
+    const run = async () => {
+      // Fetched before a rebalance (or a stop): the next owner re-reads it from the committed offset.
+      if (generation !== this.generation || signal.aborted) return;
+      await this.options.onBatch(batch, this.controlFor(batch, generation, signal));
     };
-    const { messages } = batch;
-    let records: KafkaRecord[] | undefined;
-    const lastOffset = messages[messages.length - 1]!.offset;
-    const handle = () =>
-      this.options.onBatch(
-        {
-          topic,
-          partition,
-          highWatermark: batch.highWatermark,
-          firstOffset: messages[0]!.offset,
-          lastOffset,
-          size: messages.length,
-          get records() {
-            return (records ??= messages.map((m) => toRecord(topic, partition, m)));
-          },
-        },
-        control,
-      );
-    if (!prefetch) {
-      await handle();
-      return;
-    }
-    // Prefetch: KafkaJS fetches from after this batch while the handler applies it, once one of
-    // the partitionsConsumedConcurrently slots is free (eachBatch no longer bounds the handlers).
-    payload.resolveOffset(lastOffset);
-    const done = this.slots(handle)
+    current.tail = current.tail
+      .then(run)
       .catch((error: unknown) =>
         this.options.log.error({ err: error, topic, partition }, "batch handler failed"),
       )
-      .then(() => {
-        if (resolved !== lastOffset)
-          this.refetchFrom(
-            topic,
-            partition,
-            generation,
-            resolved === undefined ? messages[0]!.offset : nextOffset(resolved),
-          );
+      .finally(() => {
+        current.held -= 1;
+        if (current.held < this.laneDepth && !this.stopRequested) this.setPaused(current, false);
       });
-    const tracked = done.finally(() => {
-      if (this.inFlight.get(key) === tracked) this.inFlight.delete(key);
-    });
-    this.inFlight.set(key, tracked);
+  }
+
+  private setPaused(lane: Lane, paused: boolean): void {
+    if (lane.paused === paused && !paused) return;
+    lane.paused = paused;
+    const partitions = [{ topic: lane.topic, partitions: [lane.partition] }];
+    try {
+      if (paused) this.consumer.pause(partitions);
+      else this.consumer.resume(partitions);
+    } catch {
+      // Not running (between a crash and its restart): the next group join pauses it again.
+    }
+  }
+
+  private controlFor(batch: PartitionBatch, generation: number, signal: AbortSignal): BatchControl {
+    const { topic, partition } = batch;
+    return {
+      signal,
+      isActive: () => !signal.aborted && generation === this.generation && !this.stopRequested,
+      commit: (nextOffset) => this.commit(topic, partition, nextOffset, generation),
+    };
   }
 
   /**
-   * Prefetch: the handler left part of its batch unapplied (paused, stopped, failed), but the
-   * fetch position is already past the batch. Seek back to the first unapplied offset, so it is
-   * fetched again, as KafkaJS does for an unresolved batch; a batch fetched meanwhile is stale.
-   * Not after a rebalance or during a stop: the next fetch then starts from the committed offset.
+   * Commits `nextOffset` with the generation the batch was fetched in (DESIGN.md step 8). A
+   * rebalance makes it `skipped_rebalanced`; another failure, after three quick attempts, leaves
+   * it to the background retry ({@link retryPendingCommits}), so an idle partition does not keep
+   * a stale committed offset.
    */
-  private refetchFrom(topic: string, partition: number, generation: number, offset: string): void {
-    if (generation !== this.generation || this.stopRequested) return;
-    try {
-      this.consumer.seek({ topic, partition, offset });
-    } catch (error) {
-      this.options.log.warn(
-        { err: error, topic, partition, offset },
-        "could not seek back to an unapplied batch",
-      );
+  private async commit(
+    topic: string,
+    partition: number,
+    nextOffset: string,
+    generation: number,
+  ): Promise<CommitResult> {
+    const key = `${topic}/${partition}`;
+    for (let attempt = 1; ; attempt++) {
+      const result = await this.commitOnce(topic, partition, nextOffset, generation);
+      if (result !== "failed") {
+        const pending = this.pendingCommits.get(key);
+        if (pending !== undefined && (result === "committed" || pending.generation !== this.generation))
+          this.pendingCommits.delete(key);
+        return result;
+      }
+      if (attempt >= 3) {
+        this.pendingCommits.set(key, { offset: nextOffset, generation, attempts: 0 });
+        this.scheduleCommitRetry();
+        return "failed";
+      }
+      await new Promise((resolve) => setTimeout(resolve, 200 * attempt));
     }
   }
+
+  private async commitOnce(
+    topic: string,
+    partition: number,
+    nextOffset: string,
+    generation: number,
+  ): Promise<CommitResult> {
+    if (generation !== this.generation) return "skipped_rebalanced";
+    // Not consumer.commitOffsets() where avoidable: KafkaJS skips that silently once stop() began,
+    // which would lose the commit of the batch a graceful stop lets finish.
+    const offsets = { topics: [{ topic, partitions: [{ partition, offset: nextOffset }] }] };
+    try {
+      const committer = this.committer;
+      if (committer !== undefined && committer.generation === generation) await committer.commit(offsets);
+      else await this.consumer.commitOffsets([{ topic, partition, offset: nextOffset }]);
+      return "committed";
+    } catch (error) {
+      const type = (error as { type?: string }).type;
+      if (type !== undefined && REBALANCE_ERRORS.has(type) && type !== "NOT_COORDINATOR_FOR_GROUP") {
+        this.options.log.info(
+          { topic, partition, nextOffset, type },
+          "offset commit skipped: the group rebalanced",
+        );
+        return "skipped_rebalanced";
+      }
+      this.options.log.warn({ err: error, topic, partition, nextOffset }, "offset commit failed");
+      return "failed";
+    }
+  }
+
+  private scheduleCommitRetry(): void {
+    if (this.commitRetryTimer !== undefined || this.stopRequested) return;
+    const attempts = Math.max(0, ...[...this.pendingCommits.values()].map((p) => p.attempts));
+    const delayMs = backoffDelayMs(
+      attempts,
+      this.options.commitRetryInitialMs ?? 1000,
+      this.options.commitRetryMaxMs ?? 30_000,
+    );
+    this.commitRetryTimer = setTimeout(() => {
+      this.commitRetryTimer = undefined;
+      void this.retryPendingCommits();
+    }, delayMs);
+  }
+
+  /** Retries the failed offset commits of the current generation; reschedules those that fail again. */
+  private async retryPendingCommits(): Promise<void> {
+    for (const [key, pending] of [...this.pendingCommits]) {
+      if (this.stopRequested) return;
+      if (pending.generation !== this.generation) {
+        this.pendingCommits.delete(key);
+        continue;
+      }
+      const [topic, partition] = splitKey(key);
+      const result = await this.commitOnce(topic, partition, pending.offset, pending.generation);
+      if (this.pendingCommits.get(key) !== pending) continue; // a later commit superseded it
+      if (result === "failed") pending.attempts += 1;
+      else {
+        this.pendingCommits.delete(key);
+        if (result === "committed")
+          this.options.log.info(
+            { topic, partition, nextOffset: pending.offset },
+            "offset commit retried and committed",
+          );
+      }
+    }
+    if (this.pendingCommits.size > 0) this.scheduleCommitRetry();
+  }
+}
+
+/** `topic/partition` back to its parts (a topic name never contains "/"). */
+function splitKey(key: string): [string, number] {
+  const at = key.lastIndexOf("/");
+  return [key.slice(0, at), Number(key.slice(at + 1))];
 }
 
 /**
