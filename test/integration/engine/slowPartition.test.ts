@@ -9,7 +9,7 @@
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { describe, expect, it, onTestFinished } from "vitest";
-import { Partitions } from "kafkajs";
+import { Partitioners } from "kafkajs";
 import { loadConfig } from "../../../src/config.js";
 import { ConsumerService } from "../../../src/engine/consumerService.js";
 import { createLogger } from "../../../src/logger.js";
@@ -81,7 +81,7 @@ describe("one slow or failing partition beside healthy ones", () => {
     onTestFinished(() => service.stop());
 
     // Records keep arriving on every partition for the whole test.
-    const producer = testKafka().producer({ createPartitioner: Partitions.DefaultPartitioner });
+    const producer = testKafka().producer({ createPartitioner: Partitioners.DefaultPartitioner });
     await producer.connect();
     onTestFinished(() => producer.disconnect());
     let produced = 0;
