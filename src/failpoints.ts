@@ -5,8 +5,8 @@
  * at the 3rd time the engine passes `after-db-commit` the process kills itself with SIGKILL.
  * Actions: `kill` (SIGKILL), `throw` (an Error), `sleep:<ms>` (an async wait: timers, heartbeats
  * included, keep running), `block:<ms>` (a busy wait that blocks the event loop, as a long GC pause
- * or a CPU-bound step would: no heartbeat goes out). `@N` fires on the N-th pass only (default:
- * every pass).
+ * or a CPU-bound step would: no heartbeat goes out). `@N` fires on the N-th pass only, `@N-M` on
+ * passes N to M (default: every pass).
  */
 import { setTimeout as delay } from "node:timers/promises";
 
@@ -16,12 +16,16 @@ export type FailpointName =
   | "after-db-commit"
   | "after-offset-commit"
   | "in-apply"
+  /** Before each offset commit request (DESIGN.md step 8); `throw` makes the attempt fail. */
+  | "offset-commit"
   /** `rebuild --execute` holds the projection's exclusive advisory lock and has changed nothing yet. */
   | "rebuild-locked";
 
 interface Failpoint {
   action: "kill" | "throw" | { sleepMs: number } | { blockMs: number };
-  at: number | undefined;
+  /** Passes on which it fires, inclusive; undefined: every pass. */
+  from: number | undefined;
+  to: number | undefined;
   passes: number;
 }
 
@@ -33,12 +37,12 @@ function parse(spec: string): Map<string, Failpoint> {
     .split(",")
     .map((s) => s.trim())
     .filter(Boolean)) {
-    const match = /^([a-z-]+)=(kill|throw|sleep:(\d+)|block:(\d+))(?:@(\d+))?$/.exec(part);
+    const match = /^([a-z-]+)=(kill|throw|sleep:(\d+)|block:(\d+))(?:@(\d+)(?:-(\d+))?)?$/.exec(part);
     if (!match)
       throw new Error(
-        `REPLAYABLE_FAILPOINTS: cannot read "${part}"; expected name=kill|throw|sleep:<ms>|block:<ms>[@N]`,
+        `REPLAYABLE_FAILPOINTS: cannot read "${part}"; expected name=kill|throw|sleep:<ms>|block:<ms>[@N or @N-M]`,
       );
-    const [, name, action, sleepMs, blockMs, at] = match;
+    const [, name, action, sleepMs, blockMs, from, to] = match;
     points.set(name!, {
       action:
         sleepMs !== undefined
@@ -46,7 +50,8 @@ function parse(spec: string): Map<string, Failpoint> {
           : blockMs !== undefined
             ? { blockMs: Number(blockMs) }
             : (action as "kill" | "throw"),
-      at: at === undefined ? undefined : Number(at),
+      from: from === undefined ? undefined : Number(from),
+      to: to === undefined ? (from === undefined ? undefined : Number(from)) : Number(to),
       passes: 0,
     });
   }
@@ -58,7 +63,7 @@ export async function failpoint(name: FailpointName): Promise<void> {
   const point = active.get(name);
   if (point === undefined) return;
   point.passes += 1;
-  if (point.at !== undefined && point.passes !== point.at) return;
+  if (point.from !== undefined && (point.passes < point.from || point.passes > point.to!)) return;
   if (point.action === "kill") {
     process.stderr.write(`failpoint ${name}: SIGKILL\n`);
     process.kill(process.pid, "SIGKILL");

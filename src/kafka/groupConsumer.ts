@@ -14,6 +14,7 @@ import type { Consumer, EachBatchPayload, Kafka } from "kafkajs";
 import type { Logger } from "pino";
 import { backoffDelayMs } from "../engine/backoff.js";
 import { ReplayableError, errorMessage } from "../errors.js";
+import { failpoint } from "../failpoints.js";
 import type { KafkaRecord } from "../record.js";
 import { toRecord } from "./toRecord.js";
 
@@ -511,6 +512,7 @@ export class GroupConsumer {
     // which would lose the commit of the batch a graceful stop lets finish.
     const offsets = { topics: [{ topic, partitions: [{ partition, offset: nextOffset }] }] };
     try {
+      await failpoint("offset-commit");
       const committer = this.committer;
       if (committer !== undefined && committer.generation === generation) await committer.commit(offsets);
       else await this.consumer.commitOffsets([{ topic, partition, offset: nextOffset }]);
