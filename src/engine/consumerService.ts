@@ -123,6 +123,10 @@ export class ConsumerService {
   private readonly abort = new AbortController();
   private readonly topics: readonly string[];
   private lockClient: pg.PoolClient | undefined;
+  /** When the loss of the advisory-lock session was last logged as a warning (epoch ms). */
+  private lockLossWarnedAt: number | undefined;
+  /** Advisory-lock sessions lost since start (each one re-taken). */
+  private lockSessionsLost = 0;
   private http: HttpServer | undefined;
   private started: Promise<void> | undefined;
   private stopping: Promise<void> | undefined;
@@ -358,16 +362,31 @@ export class ConsumerService {
     this.lockClient = undefined;
     client.release(error);
     if (this.stopping !== undefined || this.fatal !== undefined) return;
-    this.log.warn(
-      { err: error },
-      "lost the PostgreSQL session holding the projection's shared advisory lock; taking it again",
-    );
+    // One warning per outage: a session lost again within LOCK_LOSS_QUIET_MS of the last warning
+    // (PostgreSQL restarting, sessions terminated one after another) is the same outage.
+    const now = Date.now();
+    this.lockSessionsLost += 1;
+    if (this.lockLossWarnedAt === undefined || now - this.lockLossWarnedAt > LOCK_LOSS_QUIET_MS) {
+      this.lockLossWarnedAt = now;
+      this.log.warn(
+        { err: error },
+        "lost the PostgreSQL session holding the projection's shared advisory lock; taking it again",
+      );
+    } else {
+      this.log.debug(
+        { err: error, sessionsLost: this.lockSessionsLost },
+        "lost the advisory-lock session again",
+      );
+    }
     void (async () => {
       const { retryInitialMs, retryMaxMs } = this.options.config;
       for (let attempt = 0; this.stopping === undefined && this.fatal === undefined; attempt++) {
         try {
           await this.takeProjectionLock();
-          this.log.info("projection's shared advisory lock taken again");
+          this.log.info(
+            { sessionsLost: this.lockSessionsLost },
+            "projection's shared advisory lock taken again",
+          );
           return;
         } catch (lockError) {
           if (lockError instanceof ReplayableError && lockError.code === "PROJECTION_LOCKED") {
@@ -749,6 +768,12 @@ export class ConsumerService {
 
 /** Listener for the "error" event of a checked-out client while a query of ours runs on it. */
 function ignoreClientError(): void {}
+
+/**
+ * A lost advisory-lock session within this long of the last one logged as a warning belongs to the
+ * same outage and is logged at debug, ms.
+ */
+const LOCK_LOSS_QUIET_MS = 60_000;
 
 /** How long /readyz waits for PostgreSQL's answer (or a connection), ms. */
 const READINESS_TIMEOUT_MS = 3000;

@@ -1,0 +1,69 @@
+/**
+ * Regression (issue "Effectively once on a real cluster", fix 10): losing the PostgreSQL session
+ * that holds the projection's shared advisory lock logged a warning for every terminated session,
+ * so one outage (PostgreSQL restarting, sessions terminated one after another) filled the log.
+ * It now warns once per outage; the lock is taken again each time.
+ */
+import { expect, it, onTestFailed, onTestFinished } from "vitest";
+import { produceLedger } from "../../helpers/ledger.js";
+import { startCli } from "../../helpers/process.js";
+import { uniqueName, useStack, waitFor, waitForCaughtUp } from "../../helpers/stack.js";
+
+const stack = useStack();
+
+/** The pid of the session holding the ledger projection's shared advisory lock, once it holds it. */
+async function lockSession(): Promise<number | undefined> {
+  const r = await stack.db.pool.query<{ pid: number }>(
+    `SELECT a.pid FROM pg_stat_activity a JOIN pg_locks l ON l.pid = a.pid
+      WHERE a.application_name = 'replayable:ledger:lock' AND l.locktype = 'advisory' AND l.granted`,
+  );
+  return r.rows[0]?.pid;
+}
+
+it("losing the advisory-lock session three times in one outage logs one warning, and the lock is taken again each time", async () => {
+  const topic = uniqueName("lock-loss");
+  const group = uniqueName("g");
+  await produceLedger(stack.admin, topic, { count: 20, partitions: 1, seed: 3 });
+  const cli = startCli([
+    "run",
+    "--projection",
+    "ledger",
+    "--topic",
+    topic,
+    "--group",
+    group,
+    "--database-url",
+    stack.db.url,
+    "--no-migrate",
+  ]);
+  onTestFailed(() => {
+    process.stderr.write(`--- consumer stderr ---\n${cli.stderr().split("\n").slice(-30).join("\n")}\n`);
+  });
+  onTestFinished(async () => {
+    cli.child.kill("SIGTERM");
+    await cli.exited;
+  });
+  await waitForCaughtUp(stack.admin, group, topic);
+  for (let i = 1; i <= 3; i++) {
+    const pid = await waitFor("the advisory-lock session", lockSession);
+    await stack.db.pool.query("SELECT pg_terminate_backend($1)", [pid]);
+    await waitFor(`the lock taken again (${i})`, async () => {
+      const next = await lockSession();
+      return next !== undefined && next !== pid ? true : undefined;
+    });
+  }
+  await waitFor("three 'taken again' lines", () =>
+    cli
+      .stderr()
+      .split("\n")
+      .filter((l) => l.includes("advisory lock taken again")).length === 3
+      ? true
+      : undefined,
+  );
+  const warnings = cli
+    .stderr()
+    .split("\n")
+    .filter((l) => l.includes("lost the PostgreSQL session holding the projection's shared advisory lock"));
+  expect(warnings).toHaveLength(1);
+  expect(cli.child.exitCode).toBeNull();
+});
