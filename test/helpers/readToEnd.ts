@@ -1,5 +1,6 @@
 /** Reading a topic's partition to its end with a raw KafkaJS consumer, whatever gaps its offsets have. */
 import { onTestFinished } from "vitest";
+import type { KafkaAdmin } from "../../src/kafka/admin.js";
 import { testKafka, uniqueName, waitFor } from "./stack.js";
 
 /** A record as the raw consumer delivered it. */
@@ -60,4 +61,11 @@ export async function readToEnd(
   await Promise.race([reachedEnd, crashed]);
   await consumer.disconnect();
   return records;
+}
+
+/** The high watermark of partition `partition` of `topic` now. @throws Error when the partition does not exist. */
+export async function highWatermarkOf(admin: KafkaAdmin, topic: string, partition = 0): Promise<string> {
+  const found = (await admin.topicOffsets(topic)).find((o) => o.partition === partition);
+  if (found === undefined) throw new Error(`${topic} has no partition ${partition}`);
+  return found.highWatermark;
 }

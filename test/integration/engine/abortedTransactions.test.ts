@@ -12,7 +12,7 @@ import { ConsumerService } from "../../../src/engine/consumerService.js";
 import { createLogger } from "../../../src/logger.js";
 import type { Projection } from "../../../src/projection.js";
 import { metricOf } from "../../helpers/inProcess.js";
-import { readToEnd } from "../../helpers/readToEnd.js";
+import { highWatermarkOf, readToEnd } from "../../helpers/readToEnd.js";
 import { BROKERS, uniqueName, useStack, waitFor } from "../../helpers/stack.js";
 import { transactionalProducer, type TransactionalProducer } from "../../helpers/transactional.js";
 
@@ -140,7 +140,7 @@ describe("aborted transactions", () => {
       await a.disconnect();
       await b.disconnect();
     }
-    const [{ highWatermark }] = (await stack.admin.topicOffsets(topic)) as [{ highWatermark: string }];
+    const highWatermark = await highWatermarkOf(stack.admin, topic);
     // Read through the log's end: the aborted tail and its markers included.
     const received = await readToEnd(topic, highWatermark);
     expect(received.map((r) => r.value)).toEqual(committed);

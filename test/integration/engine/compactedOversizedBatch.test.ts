@@ -11,7 +11,7 @@ import { expect, it } from "vitest";
 import { produceRecords } from "../../../src/kafka/producer.js";
 import type { Projection } from "../../../src/projection.js";
 import { metricOf, runUntilCaughtUp } from "../../helpers/inProcess.js";
-import { readToEnd } from "../../helpers/readToEnd.js";
+import { highWatermarkOf, readToEnd } from "../../helpers/readToEnd.js";
 import { testKafka, uniqueName, useStack, waitFor } from "../../helpers/stack.js";
 
 const stack = useStack();
@@ -76,7 +76,7 @@ it("reaches lag 0 on a compacted topic whose empty batch is followed by a batch 
     "the log cleaner to empty the first batch",
     async () => {
       await produceRecords(testKafka(), topic, [{ key: `filler-${fillers++}`, value: "f", partition: 0 }]);
-      const [{ highWatermark }] = (await stack.admin.topicOffsets(topic)) as [{ highWatermark: string }];
+      const highWatermark = await highWatermarkOf(stack.admin, topic);
       const records = await readToEnd(topic, highWatermark);
       return records[0]?.offset === "1" ? true : undefined;
     },
@@ -84,7 +84,7 @@ it("reaches lag 0 on a compacted topic whose empty batch is followed by a batch 
     1000,
   );
 
-  const [{ highWatermark }] = (await stack.admin.topicOffsets(topic)) as [{ highWatermark: string }];
+  const highWatermark = await highWatermarkOf(stack.admin, topic);
   const survivors = await readToEnd(topic, highWatermark);
   expect(survivors.some((r) => r.value === "superseded")).toBe(false);
   const model = new Map<string, string>();
