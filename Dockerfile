@@ -3,6 +3,9 @@
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
+# npm ci's postinstall applies patches/ to KafkaJS (patches/README.md).
+COPY scripts/postinstall.mjs ./scripts/
+COPY patches ./patches
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY bin ./bin

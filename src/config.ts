@@ -121,6 +121,9 @@ const schema = z.object({
   REPLAYABLE_METRICS_PORT: intFrom(0, 65535, "").default(9464),
   REPLAYABLE_PROGRESS_INTERVAL_MS: intFrom(0, 3_600_000, "ms").default(10_000),
   REPLAYABLE_LAG_REFRESH_MS: intFrom(100, 3_600_000, "ms").default(5000),
+  // 5 minutes: longer than a transaction retried with the longest back-off (REPLAYABLE_RETRY_MAX_MS)
+  // a few times, so a short outage does not count as a stall; short enough to page on.
+  REPLAYABLE_STALL_TIMEOUT_MS: intFrom(1000, 86_400_000, "ms").default(300_000),
   REPLAYABLE_DLQ_TOPIC: z
     .string()
     .regex(TOPIC, {
@@ -161,6 +164,11 @@ export interface Config {
   readonly progressIntervalMs: number;
   /** How often the lag, checkpoint and commit-gap gauges are refreshed from Kafka and PostgreSQL, ms. */
   readonly lagRefreshMs: number;
+  /**
+   * A partition whose position has not moved for this long while it has lag is stalled: warned
+   * about, counted in `replayable_partition_stalled`, and /readyz answers not ready, ms.
+   */
+  readonly stallTimeoutMs: number;
   readonly logLevel: string;
   /** Topic that dead letters are also published to after COMMIT; undefined when not configured. */
   readonly dlqTopic: string | undefined;
@@ -241,6 +249,7 @@ export function loadConfig(
     metrics: Object.freeze({ host: c.REPLAYABLE_METRICS_HOST, port: c.REPLAYABLE_METRICS_PORT }),
     progressIntervalMs: c.REPLAYABLE_PROGRESS_INTERVAL_MS,
     lagRefreshMs: c.REPLAYABLE_LAG_REFRESH_MS,
+    stallTimeoutMs: c.REPLAYABLE_STALL_TIMEOUT_MS,
     logLevel: c.LOG_LEVEL,
     dlqTopic: c.REPLAYABLE_DLQ_TOPIC,
   });
@@ -270,6 +279,13 @@ function crossChecks(c: Partial<z.output<typeof schema>>): { variable: string; m
     problems.push({
       variable: "REPLAYABLE_PARTITIONS_CONCURRENTLY",
       message: `must be at most REPLAYABLE_DB_POOL_SIZE (${c.REPLAYABLE_DB_POOL_SIZE}): each partition processed at once needs a connection for its transaction; lower it or raise the pool`,
+    });
+  }
+  const stall = both(c.REPLAYABLE_STALL_TIMEOUT_MS, c.REPLAYABLE_LAG_REFRESH_MS);
+  if (stall && stall[0] <= stall[1]) {
+    problems.push({
+      variable: "REPLAYABLE_STALL_TIMEOUT_MS",
+      message: `must be more than REPLAYABLE_LAG_REFRESH_MS (${c.REPLAYABLE_LAG_REFRESH_MS}): progress is checked at each lag refresh; raise it or refresh more often`,
     });
   }
   const dlq = both(c.REPLAYABLE_DLQ_TOPIC, c.REPLAYABLE_TOPICS);

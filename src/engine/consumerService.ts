@@ -187,6 +187,7 @@ export class ConsumerService {
       admin: () => this.adminClient(),
       pool: this.pool,
       intervalMs: config.lagRefreshMs,
+      stallTimeoutMs: config.stallTimeoutMs,
       log,
     });
     this.eventIdGauge = new EventIdGauge({
@@ -414,7 +415,8 @@ export class ConsumerService {
   /**
    * /readyz: ready once the member has joined the group and PostgreSQL answers `SELECT 1`
    * within {@link READINESS_TIMEOUT_MS}; checked afresh on every call, so it turns ready again
-   * as soon as PostgreSQL is back.
+   * as soon as PostgreSQL is back. Not ready either while a partition is stalled (no progress
+   * for REPLAYABLE_STALL_TIMEOUT_MS with lag, {@link LagMonitor.stallReason}).
    */
   private async readiness(): Promise<Readiness> {
     if (this.fatal) return { ready: false, reason: `stopping on a fatal error: ${this.fatal.message}` };
@@ -436,6 +438,8 @@ export class ConsumerService {
     } finally {
       clearTimeout(timer);
     }
+    const stalled = this.lagMonitor.stallReason();
+    if (stalled !== undefined) return { ready: false, reason: stalled };
     return { ready: true };
   }
 

@@ -1,6 +1,8 @@
 /**
  * The per-partition gauges of a member: consumer lag, checkpoint, and the gap between the
- * checkpoint and the group's committed offset, for the partitions currently assigned to it.
+ * checkpoint and the group's committed offset, for the partitions currently assigned to it; and
+ * progress detection: a partition whose position has not moved for `stallTimeoutMs` while it has
+ * lag is stalled (one warning per stall, `replayable_partition_stalled`, {@link LagMonitor.stallReason}).
  * Updated after every batch, and refreshed every `intervalMs` from Kafka (high watermarks,
  * committed offsets) and PostgreSQL (checkpoints), so they stay right while the member is idle
  * (KafkaJS reports nothing for empty fetches) and right after a join, before the first batch.
@@ -24,6 +26,8 @@ export interface LagMonitorOptions {
   readonly pool: pg.Pool;
   /** Refresh period, ms. */
   readonly intervalMs: number;
+  /** No progress for this long while the lag is above 0 makes a partition stalled, ms. */
+  readonly stallTimeoutMs: number;
   readonly log: Logger;
 }
 
@@ -38,6 +42,25 @@ interface PartitionState {
   /** The group's committed offset; "-1" when none. */
   committed?: OffsetString;
   checkpoint?: OffsetString;
+  /** The position when the partition last made progress (moved forward, or had no lag). */
+  progressMark?: OffsetString;
+  /** When it last made progress (or was assigned), ms on the monotonic clock. */
+  progressAt: number;
+  /** True from the stall's warning until the partition makes progress again. */
+  stalled: boolean;
+}
+
+/** A stalled partition, as {@link LagMonitor.stalledPartitions} reports it. Offsets are strings. */
+export interface StalledPartition {
+  readonly topic: string;
+  readonly partition: number;
+  /** The group's committed offset, or undefined when none. */
+  readonly committedOffset: OffsetString | undefined;
+  readonly highWatermark: OffsetString | undefined;
+  /** Records behind the high watermark. */
+  readonly lag: string;
+  /** Time since the partition last made progress, ms. */
+  readonly noProgressForMs: number;
 }
 
 /** A batch the consumer finished: the transaction committed, then the offset commit ran. */
@@ -101,7 +124,7 @@ export class LagMonitor {
       for (const partition of partitions) {
         const key = keyOf(topic, partition);
         // A partition kept across a rebalance restarts from the committed offset: forget the position.
-        this.partitions.set(key, { topic, partition });
+        this.partitions.set(key, { topic, partition, progressAt: performance.now(), stalled: false });
       }
     }
     this.options.metrics.assignedPartitions.set(this.partitions.size);
@@ -123,6 +146,38 @@ export class LagMonitor {
     state.checkpoint = later(state.checkpoint, batch.checkpoint);
     if (batch.offsetCommitted) state.committed = later(state.committed, batch.nextOffset);
     this.publish(state);
+  }
+
+  /** The assigned partitions stalled now: no progress for `stallTimeoutMs` while their lag is above 0. */
+  stalledPartitions(): StalledPartition[] {
+    const now = performance.now();
+    return [...this.partitions.values()]
+      .filter((state) => state.stalled)
+      .map((state) => ({
+        topic: state.topic,
+        partition: state.partition,
+        committedOffset:
+          state.committed === undefined || state.committed === "-1" ? undefined : state.committed,
+        highWatermark: state.highWatermark,
+        lag: String(lagOf(state) ?? 0n),
+        noProgressForMs: Math.round(now - state.progressAt),
+      }));
+  }
+
+  /**
+   * Why the member is not ready because of stalled partitions (for /readyz), naming each with its
+   * committed offset and high watermark; undefined when none is stalled.
+   */
+  stallReason(): string | undefined {
+    const stalled = this.stalledPartitions();
+    if (stalled.length === 0) return undefined;
+    const list = stalled
+      .map(
+        (s) =>
+          `${s.topic}/${s.partition} (committed offset ${s.committedOffset ?? "none"}, high watermark ${s.highWatermark ?? "unknown"}, lag ${s.lag})`,
+      )
+      .join(", ");
+    return `no progress for at least ${this.options.stallTimeoutMs} ms while records wait on ${list}`;
   }
 
   /** Lag summed over the assigned partitions whose lag is known, in records. */
@@ -188,6 +243,8 @@ export class LagMonitor {
     const labels = { topic: state.topic, partition: String(state.partition) };
     const lag = lagOf(state);
     if (lag !== undefined) metrics.lag.set(labels, offsetGaugeValue(lag));
+    this.watchProgress(state, lag);
+    metrics.partitionStalled.set(labels, state.stalled ? 1 : 0);
     if (state.checkpoint !== undefined) {
       metrics.checkpoint.set(labels, offsetGaugeValue(state.checkpoint));
       const committed = committedOrStart(state);
@@ -200,12 +257,52 @@ export class LagMonitor {
     }
   }
 
+  /**
+   * Progress = the position (next offset to process) moved forward, or nothing waits (lag 0 or
+   * unknown). Without progress for `stallTimeoutMs` the partition is stalled: warned about once,
+   * until progress resumes (then an info line). A paused partition retrying an outage, a batch
+   * KafkaJS cannot get past, or a transaction blocked for minutes all show here.
+   */
+  private watchProgress(state: PartitionState, lag: bigint | undefined): void {
+    const { log, stallTimeoutMs } = this.options;
+    const now = performance.now();
+    const position = state.position ?? committedOrStart(state);
+    const moved =
+      position !== undefined &&
+      (state.progressMark === undefined || compareOffsets(position, state.progressMark) > 0);
+    const fields = {
+      topic: state.topic,
+      partition: state.partition,
+      committedOffset: state.committed === "-1" ? undefined : state.committed,
+      highWatermark: state.highWatermark,
+      position,
+      lag: lag === undefined ? undefined : String(lag),
+    };
+    if (lag === undefined || lag === 0n || moved) {
+      if (position !== undefined) state.progressMark = position;
+      state.progressAt = now;
+      if (state.stalled) {
+        state.stalled = false;
+        log.info(fields, "partition makes progress again");
+      }
+      return;
+    }
+    if (!state.stalled && now - state.progressAt >= stallTimeoutMs) {
+      state.stalled = true;
+      log.warn(
+        { ...fields, noProgressForMs: Math.round(now - state.progressAt) },
+        "partition makes no progress while it has lag",
+      );
+    }
+  }
+
   private forget(key: string, state: PartitionState): void {
     const { metrics } = this.options;
     const labels = { topic: state.topic, partition: String(state.partition) };
     metrics.lag.remove(labels);
     metrics.checkpoint.remove(labels);
     metrics.checkpointCommitGap.remove(labels);
+    metrics.partitionStalled.remove(labels);
     this.partitions.delete(key);
   }
 

@@ -16,6 +16,7 @@ import { backoffDelayMs } from "../engine/backoff.js";
 import { ReplayableError, errorMessage } from "../errors.js";
 import { failpoint } from "../failpoints.js";
 import type { KafkaRecord } from "../record.js";
+import { assertKafkajsPatched } from "./kafkajsPatches.js";
 import { toRecord } from "./toRecord.js";
 
 /** Result of committing an offset after the database COMMIT (DESIGN.md step 8). */
@@ -349,10 +350,12 @@ export class GroupConsumer {
    * Checks the topics exist, connects, subscribes (a new group starts from the earliest offset)
    * and starts fetching.
    * @throws ReplayableError CONFIG_INVALID naming a topic that does not exist.
+   * @throws ReplayableError KAFKA when the loaded KafkaJS lacks the patches in patches/.
    * @throws the KafkaJS connection error when no broker answers (after KafkaJS's retries).
    */
   start(): Promise<void> {
     this.started ??= (async () => {
+      await assertKafkajsPatched();
       await assertTopicsExist(this.options.kafka, this.options.topics, "REPLAYABLE_TOPICS or --topic");
       await this.consumer.connect();
       await this.consumer.subscribe({ topics: [...this.options.topics], fromBeginning: true });

@@ -23,6 +23,7 @@ export interface Metrics {
   readonly lag: Gauge<"topic" | "partition">;
   readonly checkpoint: Gauge<"topic" | "partition">;
   readonly checkpointCommitGap: Gauge<"topic" | "partition">;
+  readonly partitionStalled: Gauge<"topic" | "partition">;
   readonly rebalances: Counter;
   readonly assignedPartitions: Gauge;
   readonly eventIds: Gauge<"projection">;
@@ -109,6 +110,12 @@ export function createMetrics(options: { registry?: Registry; processMetrics?: b
     checkpointCommitGap: new Gauge({
       name: "replayable_checkpoint_commit_gap_records",
       help: "Checkpoint minus the group's committed Kafka offset per assigned partition: records a restart would re-read as duplicates.",
+      labelNames: ["topic", "partition"] as const,
+      registers,
+    }),
+    partitionStalled: new Gauge({
+      name: "replayable_partition_stalled",
+      help: "1 for an assigned partition whose position has not moved for REPLAYABLE_STALL_TIMEOUT_MS while it has lag, else 0.",
       labelNames: ["topic", "partition"] as const,
       registers,
     }),

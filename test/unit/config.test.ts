@@ -78,6 +78,11 @@ describe("loadConfig refuses each bad setting, naming the variable and what is v
       "REPLAYABLE_PARTITIONS_CONCURRENTLY: must be at most REPLAYABLE_DB_POOL_SIZE (4): each partition processed at once needs a connection",
     ],
     [{ REPLAYABLE_METRICS_PORT: "70000" }, "REPLAYABLE_METRICS_PORT=70000: must be at most 65535"],
+    [{ REPLAYABLE_STALL_TIMEOUT_MS: "500" }, "REPLAYABLE_STALL_TIMEOUT_MS=500: must be at least 1000 ms"],
+    [
+      { REPLAYABLE_STALL_TIMEOUT_MS: "5000", REPLAYABLE_LAG_REFRESH_MS: "5000" },
+      "REPLAYABLE_STALL_TIMEOUT_MS=5000: must be more than REPLAYABLE_LAG_REFRESH_MS (5000): progress is checked at each lag refresh",
+    ],
     [
       { LOG_LEVEL: "loud" },
       'LOG_LEVEL=loud: must be one of "fatal", "error", "warn", "info", "debug", "trace", "silent"',
@@ -146,6 +151,7 @@ describe("loadConfig", () => {
     expect(config.partitionsConsumedConcurrently).toBe(8);
     expect(config.prefetch).toBe(true);
     expect(config.dbPoolSize).toBe(10);
+    expect(config.stallTimeoutMs).toBe(300_000);
     expect(Object.isFrozen(config)).toBe(true);
   });
 

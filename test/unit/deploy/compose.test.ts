@@ -206,6 +206,9 @@ describe("compose.yaml", () => {
     const dockerfile = read("Dockerfile");
     expect(dockerfile).toMatch(/^FROM node:20\S* AS build$/m);
     expect(dockerfile).toContain("RUN npm ci");
+    // npm ci's postinstall applies patches/ (patches/README.md): they must be in the image by then.
+    expect(dockerfile.indexOf("COPY patches")).toBeGreaterThan(-1);
+    expect(dockerfile.indexOf("COPY patches")).toBeLessThan(dockerfile.indexOf("RUN npm ci"));
     expect(dockerfile).toContain("npm run build");
     expect(service("replayable").build).toBe(".");
     expect(service("migrate").image).toBe(service("replayable").image);

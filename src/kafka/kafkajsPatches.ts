@@ -1,0 +1,110 @@
+/**
+ * A start-up check that the KafkaJS this library loads carries replayable's patches
+ * (patches/README.md): an unpatched KafkaJS 2.2.4 delivers aborted records under read_committed
+ * and gets stuck behind a compacted empty batch. npm and pnpm install the patched copy bundled
+ * with the package; a package manager that ignores `bundleDependencies` (Yarn 2+) or a hand-made
+ * install does not, and this check refuses to consume with it.
+ */
+import { createRequire } from "node:module";
+import { ReplayableError } from "../errors.js";
+
+const require = createRequire(import.meta.url);
+
+interface Message {
+  readonly offset: string;
+  readonly key: Buffer | null;
+  readonly isControlRecord: boolean;
+  readonly batchContext: { readonly producerId: string; readonly inTransaction: boolean };
+}
+type FilterAbortedMessages = (args: {
+  messages: Message[];
+  abortedTransactions: { producerId: string; firstOffset: string }[];
+}) => Message[];
+type RecordBatchEncoder = (options: {
+  firstOffset: unknown;
+  lastOffsetDelta: number;
+  records: never[];
+}) => Promise<{ buffer: Buffer }>;
+interface BatchInstance {
+  isEmptyDueToFiltering(): boolean;
+  lastOffset(): string;
+}
+type BatchClass = new (
+  topic: string,
+  fetchedOffset: string,
+  partitionData: { partition: number; highWatermark: string; messages: unknown },
+) => BatchInstance;
+
+/** KafkaJS's internal modules the patches change, resolved from the same `kafkajs` as `import "kafkajs"`. */
+function kafkajsModule<T>(path: string): T {
+  return require(`kafkajs/src/${path}`) as T;
+}
+
+/**
+ * Patch 001: two producers' aborted transactions interleaved, listed by the broker in the order
+ * they were aborted (the later-begun one first). Every record of both must be filtered out.
+ */
+function filtersInterleavedAbortedTransactions(): boolean {
+  const filter = kafkajsModule<FilterAbortedMessages>("consumer/filterAbortedMessages.js");
+  const record = (offset: string, producerId: string): Message => ({
+    offset,
+    key: null,
+    isControlRecord: false,
+    batchContext: { producerId, inTransaction: true },
+  });
+  const kept = filter({
+    messages: [record("0", "1"), record("1", "2"), record("2", "1"), record("3", "2")],
+    abortedTransactions: [
+      { producerId: "2", firstOffset: "1" },
+      { producerId: "1", firstOffset: "0" },
+    ],
+  });
+  return kept.length === 0;
+}
+
+/**
+ * Patch 002: a fetch response holding one record batch emptied by compaction (offsets 5 to 7,
+ * no records) must let the consumer resolve offset 7, i.e. fetch next from 8.
+ */
+async function passesOverEmptiedBatch(): Promise<boolean> {
+  const Long = kafkajsModule<{ fromValue(v: string): unknown }>("utils/long.js");
+  const { RecordBatch } = kafkajsModule<{ RecordBatch: RecordBatchEncoder }>(
+    "protocol/recordBatch/v0/index.js",
+  );
+  const Encoder =
+    kafkajsModule<new () => { writeBytes(b: Buffer): { buffer: Buffer } }>("protocol/encoder.js");
+  const Decoder = kafkajsModule<new (b: Buffer) => unknown>("protocol/decoder.js");
+  const decodeMessages = kafkajsModule<(d: unknown) => Promise<unknown>>(
+    "protocol/requests/fetch/v4/decodeMessages.js",
+  );
+  const Batch = kafkajsModule<BatchClass>("consumer/batch.js");
+  const emptied = await RecordBatch({ firstOffset: Long.fromValue("5"), lastOffsetDelta: 2, records: [] });
+  const recordSet = new Encoder().writeBytes(emptied.buffer).buffer;
+  const messages = await decodeMessages(new Decoder(recordSet));
+  const batch = new Batch("t", "5", { partition: 0, highWatermark: "100", messages });
+  return batch.isEmptyDueToFiltering() && batch.lastOffset() === "7";
+}
+
+/**
+ * Checks that the loaded KafkaJS behaves as patched, by running the patched functions on a
+ * fetch response built in memory (no broker).
+ * @throws ReplayableError KAFKA naming the missing patches and how to install them.
+ */
+export async function assertKafkajsPatched(): Promise<void> {
+  const missing: string[] = [];
+  let failure: unknown;
+  try {
+    if (!filtersInterleavedAbortedTransactions()) missing.push("001 aborted-transactions");
+    if (!(await passesOverEmptiedBatch())) missing.push("002 compacted-empty-batch");
+  } catch (error) {
+    failure = error;
+    missing.push("(the check itself failed: an unexpected KafkaJS version?)");
+  }
+  if (missing.length === 0) return;
+  const path = require.resolve("kafkajs");
+  throw new ReplayableError(
+    "KAFKA",
+    `the KafkaJS loaded from ${path} lacks replayable's patches ${missing.join(", ")}: it can deliver aborted records under read_committed or stop at a compacted batch. Install replayable with npm or pnpm (they install the patched copy it bundles), or, in a checkout, run \`npm ci\` (its postinstall applies patches/ with patch-package); see patches/README.md`,
+    { cause: failure, context: { kafkajs: path, missing } },
+  );
+}
