@@ -86,6 +86,22 @@ async function passesOverEmptiedBatch(): Promise<boolean> {
 }
 
 /**
+ * Patch 003: the consumer group wakes fetchers idle on paused partitions when one is resumed
+ * (`waitIdle`), and the runner drops a batch fetched before a group join (checked by the
+ * `offsetManager` stamp that patch adds in `ConsumerGroup#fetch`, visible in its source).
+ */
+function hasLanesAndGenerations(): boolean {
+  const ConsumerGroup = kafkajsModule<{ prototype: Record<string, unknown> }>("consumer/consumerGroup.js");
+  const Runner = kafkajsModule<{ prototype: { handleBatch: () => unknown } }>("consumer/runner.js");
+  return (
+    typeof ConsumerGroup.prototype.waitIdle === "function" &&
+    Runner.prototype.handleBatch
+      .toString()
+      .includes("batch.offsetManager !== this.consumerGroup.offsetManager")
+  );
+}
+
+/**
  * Checks that the loaded KafkaJS behaves as patched, by running the patched functions on a
  * fetch response built in memory (no broker).
  * @throws ReplayableError KAFKA naming the missing patches and how to install them.
@@ -96,6 +112,7 @@ export async function assertKafkajsPatched(): Promise<void> {
   try {
     if (!filtersInterleavedAbortedTransactions()) missing.push("001 aborted-transactions");
     if (!(await passesOverEmptiedBatch())) missing.push("002 compacted-empty-batch");
+    if (!hasLanesAndGenerations()) missing.push("003 lanes-and-generations");
   } catch (error) {
     failure = error;
     missing.push("(the check itself failed: an unexpected KafkaJS version?)");
