@@ -9,6 +9,7 @@ import { uniqueName, testKafka } from "./stack.js";
 export interface TransactionalRecord {
   readonly key?: string | null;
   readonly value: string | Buffer | null;
+  readonly headers?: Readonly<Record<string, string | Buffer>>;
   readonly partition?: number;
 }
 
@@ -58,7 +59,12 @@ export async function transactionalProducer(
       await current().send({
         topic,
         acks: -1,
-        messages: records.map((r) => ({ key: r.key ?? null, value: r.value, partition: r.partition ?? 0 })),
+        messages: records.map((r) => ({
+          key: r.key ?? null,
+          value: r.value,
+          headers: r.headers === undefined ? undefined : { ...r.headers },
+          partition: r.partition ?? 0,
+        })),
       });
     },
     async commit() {
