@@ -12,7 +12,8 @@
  * KafkaJS has no electLeaders, and the Kafka 4.x command classes live in kafka-tools (heavy: Jetty,
  * Jersey), so this runs the Java Admin client of kafka-clients, already among the broker jars.
  *
- * Usage (Java 11+ runs a single source file; see scripts/kafka/kafka.sh move-leader and reassign):
+ * Usage (Java 11+ runs a single source file, compiled in memory, so a JDK rather than a JRE; see
+ * scripts/kafka/kafka.sh move-leader and reassign):
  *   java -cp "<jars>/*" MoveLeader.java BOOTSTRAP TOPIC PARTITION BROKER_ID [TIMEOUT_MS]
  *       keep the replica set, make BROKER_ID its first replica and the leader
  *   java -cp "<jars>/*" MoveLeader.java BOOTSTRAP TOPIC PARTITION ID,ID,... [TIMEOUT_MS]
