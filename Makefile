@@ -4,10 +4,10 @@ SHELL := /bin/bash
 export KAFKA_BROKERS ?= 127.0.0.1:$(or $(KAFKA_PORT),9092)
 export DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/test
 
-.PHONY: help install up down pg migrate build typecheck lint test test-unit test-int demo bench clean
+.PHONY: help install up down pg migrate build typecheck lint test test-unit test-int test-cluster demo bench clean
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
 node_modules/.package-lock.json: package-lock.json
 	npm ci --no-audit --no-fund
@@ -21,8 +21,9 @@ pg: ## make sure PostgreSQL answers on 127.0.0.1:5432 (starts the local cluster 
 up: install pg ## start the local single-node Kafka (KRaft) and check PostgreSQL; harmless twice
 	@scripts/kafka/kafka.sh up
 
-down: ## stop the local Kafka and remove its data
+down: ## stop the local Kafka (and the three-broker test cluster) and remove their data
 	@scripts/kafka/kafka.sh down
+	@KAFKA_NODES=3 scripts/kafka/kafka.sh down
 
 migrate: up ## apply the database migrations
 	./bin/replayable.js migrate
@@ -42,7 +43,10 @@ test-unit: install ## unit tests (no services)
 test-int: up ## integration tests against real Kafka and PostgreSQL
 	npm run test:int
 
-test: lint typecheck test-unit test-int ## lint, typecheck, unit and integration tests (starts the stack)
+test-cluster: install pg ## leader changes and broker faults on a local three-broker cluster (started by the tests)
+	npm run test:cluster
+
+test: lint typecheck test-unit test-int test-cluster ## lint, typecheck, unit, integration and cluster tests (starts the stack)
 
 demo: up ## the end-to-end demo on real input (see README)
 	@node --import tsx scripts/demo.ts

@@ -1,6 +1,11 @@
 import { defineConfig } from "vitest/config";
+import { CLUSTER_BROKERS } from "./test/helpers/clusterBrokers.js";
 
-/** Two projects: `unit` (pure logic, no services) and `integration` (real Kafka and PostgreSQL). */
+/**
+ * Three projects: `unit` (pure logic, no services), `integration` (real Kafka with one broker and
+ * PostgreSQL) and `cluster` (real PostgreSQL and a local three-broker Kafka cluster, for leader
+ * changes and broker faults; see test/helpers/cluster.ts).
+ */
 export default defineConfig({
   test: {
     projects: [
@@ -15,6 +20,20 @@ export default defineConfig({
           fileParallelism: true,
           maxWorkers: 2,
           globalSetup: ["test/integration/globalSetup.ts"],
+        },
+      },
+      {
+        test: {
+          name: "cluster",
+          include: ["test/cluster/**/*.test.ts"],
+          testTimeout: 300_000,
+          hookTimeout: 180_000,
+          // Three JVMs share the 2 cores with the consumers: one file at a time.
+          fileParallelism: false,
+          maxWorkers: 1,
+          globalSetup: ["test/cluster/globalSetup.ts"],
+          // test/helpers/stack.ts reads KAFKA_BROKERS: every helper talks to the cluster.
+          env: { KAFKA_BROKERS: CLUSTER_BROKERS.join(",") },
         },
       },
     ],

@@ -1,10 +1,12 @@
-// Waits until a Kafka broker answers a metadata request (KafkaJS admin.describeCluster).
-// Usage: KAFKA_BROKERS=host:port node wait-ready.mjs [timeoutSeconds]
-// Exits 0 when it answers, 1 when the timeout (seconds, default 60) passes first.
+// Waits until Kafka answers a metadata request (KafkaJS admin.describeCluster) listing at least
+// `expectedBrokers` brokers (a broker is listed once registered and unfenced).
+// Usage: KAFKA_BROKERS=host:port,... node wait-ready.mjs [timeoutSeconds] [expectedBrokers]
+// Exits 0 when it answers, 1 when the timeout (seconds, default 60) passes first. expectedBrokers: default 1.
 import { Kafka, logLevel } from "kafkajs";
 
 const brokers = (process.env.KAFKA_BROKERS ?? "127.0.0.1:9092").split(",");
 const deadline = Date.now() + Number(process.argv[2] ?? 60) * 1000;
+const expected = Number(process.argv[3] ?? 1);
 const kafka = new Kafka({
   clientId: "replayable-wait-ready",
   brokers,
@@ -19,12 +21,13 @@ while (Date.now() < deadline) {
     await admin.connect();
     const cluster = await admin.describeCluster();
     await admin.disconnect();
-    if (cluster.brokers.length > 0) process.exit(0);
+    if (cluster.brokers.length >= expected) process.exit(0);
+    lastError = `describeCluster lists ${cluster.brokers.length} of ${expected} brokers (ids ${cluster.brokers.map((b) => b.nodeId).join(",")})`;
   } catch (error) {
     lastError = error instanceof Error ? error.message : String(error);
     await admin.disconnect().catch(() => undefined);
   }
   await new Promise((resolve) => setTimeout(resolve, 500));
 }
-console.error(`kafka: broker at ${brokers.join(",")} did not answer describeCluster: ${lastError}`);
+console.error(`kafka: brokers at ${brokers.join(",")} did not answer describeCluster: ${lastError}`);
 process.exit(1);

@@ -35,25 +35,37 @@ function env(name: string): Record<string, string> {
   return Object.fromEntries(Object.entries(service(name).environment ?? {}).map(([k, v]) => [k, String(v)]));
 }
 
-/** kafka.sh's server.properties heredoc, with its default ports substituted. */
+/**
+ * kafka.sh's server.properties heredoc as the script writes it for one node (KAFKA_NODES unset):
+ * node 1 on the default ports, the one-node replication factor and min ISR, a voters list of one.
+ */
 function kafkaShProperties(): Map<string, string> {
   const script = read("scripts/kafka/kafka.sh");
   const port = /port=\$\{KAFKA_PORT:-(\d+)\}/.exec(script)?.[1];
   const cport = /cport=\$\{KAFKA_CONTROLLER_PORT:-(\d+)\}/.exec(script)?.[1];
+  // The one-node branch sets them as plain numbers; the cluster branch computes them.
+  const rf = /\n\s*rf=(\d+)\n/.exec(script)?.[1];
+  const minIsr = /\n\s*min_isr=(\d+)\n/.exec(script)?.[1];
   const body = /<<PROPS\n([\s\S]*?)\nPROPS\n/.exec(script)?.[1];
-  if (port === undefined || cport === undefined || body === undefined) {
-    throw new Error("cannot read the ports or the server.properties heredoc of scripts/kafka/kafka.sh");
+  if ([port, cport, rf, minIsr, body].includes(undefined)) {
+    throw new Error(
+      "cannot read the ports, replication settings or server.properties heredoc of scripts/kafka/kafka.sh",
+    );
   }
   const properties = new Map<string, string>();
-  for (const line of body.split("\n")) {
+  for (const line of body!.split("\n")) {
     const eq = line.indexOf("=");
     if (eq < 0) continue;
     properties.set(
       line.slice(0, eq),
       line
         .slice(eq + 1)
-        .replaceAll("$cport", cport)
-        .replaceAll("$port", port),
+        .replaceAll("$(voters)", `1@127.0.0.1:${cport}`)
+        .replaceAll("$min_isr", minIsr!)
+        .replaceAll("$rf", rf!)
+        .replaceAll("$id", "1")
+        .replaceAll("$p", port!)
+        .replaceAll("$c", cport!),
     );
   }
   return properties;
