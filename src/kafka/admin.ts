@@ -1,5 +1,5 @@
 /** Cluster-side reads and writes over the KafkaJS admin client: topics, offsets, group members. */
-import type { Admin, Kafka } from "kafkajs";
+import kafkajs, { type Admin, type Kafka } from "kafkajs";
 import { committedOffsetOrNone } from "../offsets.js";
 
 /** A partition's offsets: log start offset (low) and high watermark (high), as strings. */
@@ -105,6 +105,31 @@ export class KafkaAdmin {
       .flatMap((t) => t.partitions.map((p) => committed(t.topic, p.partition, p.offset)))
       .filter((c) => c.offset !== NO_COMMITTED_OFFSET)
       .sort((a, b) => (a.topic === b.topic ? a.partition - b.partition : a.topic < b.topic ? -1 : 1));
+  }
+
+  /**
+   * Each topic's `cleanup.policy` as the broker applies it (DescribeConfigs; the broker's
+   * `log.cleanup.policy` when the topic does not set it): `delete`, `compact` or `compact,delete`.
+   * @returns topic → policy, for every topic asked.
+   * @throws the KafkaJS error when a topic does not exist or the request fails.
+   */
+  async cleanupPolicies(topics: readonly string[]): Promise<Map<string, string>> {
+    const policies = new Map<string, string>();
+    if (topics.length === 0) return policies;
+    const { resources } = await this.admin.describeConfigs({
+      includeSynonyms: false,
+      resources: topics.map((name) => ({
+        // A CommonJS export Node's named-export detection misses: read it from the module object.
+        type: kafkajs.ConfigResourceTypes.TOPIC,
+        name,
+        configNames: ["cleanup.policy"],
+      })),
+    });
+    for (const resource of resources) {
+      const entry = resource.configEntries.find((e) => e.configName === "cleanup.policy");
+      if (entry !== undefined) policies.set(resource.resourceName, entry.configValue);
+    }
+    return policies;
   }
 
   /** True when `topic` exists (a metadata request; no retries on an unknown topic). */

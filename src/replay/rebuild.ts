@@ -4,7 +4,8 @@
  * offsets go to the log start offset of every partition of the projection's topics), then one
  * PostgreSQL transaction empties the derived tables and the dedupe state and writes an audit row.
  * If the database step fails, the group merely re-reads everything as duplicates. Refused when a
- * partition's log start offset is above 0 (its history is gone) unless forced.
+ * partition's log start offset is above 0 (its history is gone) or a topic is compacted
+ * (`cleanup.policy` holds `compact`: only the latest record per key is kept), unless forced.
  */
 import { hostname, userInfo } from "node:os";
 import type pg from "pg";
@@ -37,7 +38,7 @@ export interface RebuildOptions {
    */
   readonly topics: readonly string[];
   readonly execute: boolean;
-  /** Rebuild even though history is gone (a log start offset above 0, a topic deleted). */
+  /** Rebuild even though history is gone (a log start offset above 0, a topic deleted or compacted). */
   readonly force: boolean;
   readonly log: Logger;
 }
@@ -50,7 +51,15 @@ export interface RebuildPartition extends PartitionState {
 }
 
 /** Why a rebuild is (or would be) refused. */
-export type RebuildRefusalReason = "GROUP_ACTIVE" | "PROJECTION_LOCKED" | "HISTORY_DELETED";
+export type RebuildRefusalReason =
+  "GROUP_ACTIVE" | "PROJECTION_LOCKED" | "HISTORY_DELETED" | "HISTORY_COMPACTED";
+
+/** A topic whose `cleanup.policy` includes `compact`. */
+export interface CompactedTopic {
+  readonly topic: string;
+  /** As the broker reports it, e.g. `compact` or `compact,delete`. */
+  readonly cleanupPolicy: string;
+}
 
 /** What a rebuild does, or would do. */
 export interface RebuildPlan {
@@ -60,6 +69,8 @@ export interface RebuildPlan {
   readonly partitions: readonly RebuildPartition[];
   /** Topics the projection has checkpoints for that no longer exist in Kafka. */
   readonly missingTopics: readonly string[];
+  /** Topics whose log is compacted: the rebuild would read only the latest record per key. */
+  readonly compactedTopics: readonly CompactedTopic[];
   readonly tables: readonly { table: string; rows: string }[];
   readonly checkpoints: string;
   readonly eventIds: string;
@@ -172,6 +183,11 @@ export async function planRebuild(
   });
   const group = await admin.describeGroup(groupId);
   const dedupe = await countDedupeState(db, projection.name);
+  const policies = await admin.cleanupPolicies(topics);
+  const compactedTopics = [...policies]
+    .filter(([, policy]) => isCompacted(policy))
+    .map(([topic, cleanupPolicy]) => ({ topic, cleanupPolicy }))
+    .sort((a, b) => (a.topic < b.topic ? -1 : a.topic > b.topic ? 1 : 0));
   return {
     projection: projection.name,
     groupId,
@@ -182,6 +198,7 @@ export async function planRebuild(
       records: offsetDistance(s.highWatermark, s.logStartOffset).toString(),
     })),
     missingTopics,
+    compactedTopics,
     tables: await countTableRows(db, projection.tables),
     checkpoints: dedupe.checkpoints,
     eventIds: dedupe.eventIds,
@@ -192,26 +209,46 @@ export async function planRebuild(
 }
 
 /**
- * The refusal for lost history: a partition whose log start offset is above 0, or a topic with
- * checkpoints that no longer exists. A rebuild would silently lose what those records did, so
- * only `force` allows it. Undefined when nothing is lost or `force` is set.
+ * True when a `cleanup.policy` value compacts the log: `compact`, or `compact,delete` / `delete,compact`
+ * (Kafka topic configs, "cleanup.policy": a list of `delete` and `compact`).
+ */
+export function isCompacted(cleanupPolicy: string): boolean {
+  return cleanupPolicy
+    .split(",")
+    .map((p) => p.trim().toLowerCase())
+    .includes("compact");
+}
+
+/**
+ * The refusal for lost history: a partition whose log start offset is above 0, a topic with
+ * checkpoints that no longer exists, or a compacted topic (the log cleaner keeps only the latest
+ * record per key, Kafka documentation "Log Compaction", so the records a projection applied are
+ * not all there to read again: one that adds records up, like the ledger's balances, would come out
+ * different). A rebuild would silently lose what those records did, so only `force` allows it.
+ * Undefined when nothing is lost or `force` is set. The reason is HISTORY_DELETED when records
+ * were deleted, else HISTORY_COMPACTED.
  */
 export function historyRefusal(
-  plan: Pick<RebuildPlan, "projection" | "partitions" | "missingTopics">,
+  plan: Pick<RebuildPlan, "projection" | "partitions" | "missingTopics" | "compactedTopics">,
   force: boolean,
-): { reason: "HISTORY_DELETED"; message: string } | undefined {
+): { reason: "HISTORY_DELETED" | "HISTORY_COMPACTED"; message: string } | undefined {
   if (force) return undefined;
   const truncated = plan.partitions.filter((p) => BigInt(p.logStartOffset) > 0n);
-  if (truncated.length === 0 && plan.missingTopics.length === 0) return undefined;
+  const deleted = truncated.length > 0 || plan.missingTopics.length > 0;
+  if (!deleted && plan.compactedTopics.length === 0) return undefined;
   const lines = [
     ...truncated.map(
       (p) =>
         `  ${p.topic}:${p.partition} log start offset ${p.logStartOffset}: records 0 to ${BigInt(p.logStartOffset) - 1n} were deleted (retention or deleteRecords)`,
     ),
     ...plan.missingTopics.map((t) => `  topic ${t} has checkpoints but no longer exists`),
+    ...plan.compactedTopics.map(
+      (t) =>
+        `  topic ${t.topic} has cleanup.policy=${t.cleanupPolicy}: compaction keeps only the latest record per key, so earlier records of a key may be gone, and a projection that adds records up (balances, counters) would be recomputed to a different state`,
+    ),
   ];
   return {
-    reason: "HISTORY_DELETED",
+    reason: deleted ? "HISTORY_DELETED" : "HISTORY_COMPACTED",
     message: [
       `cannot rebuild ${plan.projection}: history is gone, and a rebuild would silently lose what those records did:`,
       ...lines,

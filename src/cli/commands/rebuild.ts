@@ -46,7 +46,10 @@ export function rebuildCommand(): Command {
       "the projection's topics (env REPLAYABLE_TOPICS; default: the topics the group has committed offsets for or the projection has checkpoints for, else its default topics); topics it has checkpoints for are always included",
     )
     .option("--execute", "do it (refused while the group has members or a run holds the projection)")
-    .option("--force", "rebuild even though records were deleted (a log start offset above 0)")
+    .option(
+      "--force",
+      "rebuild even though records were deleted (a log start offset above 0) or may have been compacted away (cleanup.policy=compact)",
+    )
     .addOption(outputOption())
     .action(
       action(async (flags: RebuildFlags) => {
@@ -128,4 +131,8 @@ function report(outcome: RebuildOutcome, output: "table" | "json"): void {
   }
   if (plan.missingTopics.length > 0)
     out(`Topics with checkpoints that no longer exist: ${plan.missingTopics.join(", ")}`);
+  if (plan.compactedTopics.length > 0)
+    out(
+      `Compacted topics (only the latest record per key is kept): ${plan.compactedTopics.map((t) => `${t.topic} (cleanup.policy=${t.cleanupPolicy})`).join(", ")}`,
+    );
 }
