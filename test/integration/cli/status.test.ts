@@ -83,7 +83,7 @@ describe("committed offsets that are not positions in the log", () => {
     const status = await runCli([...statusArgs(group, topic), "--output", "json"], env());
     expect(status.code, status.stderr).toBe(0);
     expect((JSON.parse(status.stdout) as StatusJson).partitions).toEqual(
-      ends.map((e) =>
+      ends.map((e): unknown =>
         expect.objectContaining({ partition: e.partition, committedOffset: "-", lag: e.highWatermark }),
       ),
     );
