@@ -2,7 +2,9 @@
  * `rebuild`: recompute a projection from the log (DESIGN.md "Replay and rebuild"). With the group
  * inactive and the projection's exclusive advisory lock held: Kafka first (the group's committed
  * offsets go to the log start offset of every partition of the projection's topics), then one
- * PostgreSQL transaction empties the derived tables and the dedupe state and writes an audit row.
+ * PostgreSQL transaction empties the derived tables and the dedupe state, writes an audit row, and
+ * resolves as `superseded` the unresolved dead letters of the records it hands back to the consumer
+ * (docs/design.md "Dead letters and rebuilds").
  * If the database step fails, the group merely re-reads everything as duplicates. Refused when a
  * partition's log start offset is above 0 (its history is gone) or a topic is compacted
  * (`cleanup.policy` holds `compact`: only the latest record per key is kept), unless forced.
@@ -18,6 +20,11 @@ import type { Projection } from "../projection.js";
 import { countDedupeState, countTableRows } from "../sql/countRows.js";
 import { emptyProjection, type EmptiedProjection } from "../sql/emptyProjection.js";
 import { insertRebuild } from "../sql/insertRebuild.js";
+import {
+  countDeadLettersHandedBack,
+  supersedeDeadLetters,
+  type HandedBack,
+} from "../sql/supersedeDeadLetters.js";
 import { projectionTopics } from "./projectionTopics.js";
 import { readCheckpoints } from "../sql/readCheckpoints.js";
 import { projectionLockedMessage, withExclusiveProjectionLock } from "./exclusiveLock.js";
@@ -74,6 +81,12 @@ export interface RebuildPlan {
   readonly tables: readonly { table: string; rows: string }[];
   readonly checkpoints: string;
   readonly eventIds: string;
+  /**
+   * Unresolved dead letters of records the rebuild hands back to the consumer (at or past a
+   * partition's new offset): resolved as `superseded` by `execute`. Letters of records below a new
+   * offset (gone) or of topics gone stay unresolved.
+   */
+  readonly deadLetters: string;
   readonly groupState: string;
   readonly members: readonly GroupMember[];
   readonly forced: boolean;
@@ -89,6 +102,8 @@ export type RebuildOutcome =
       readonly plan: RebuildPlan;
       readonly rebuildId: string;
       readonly emptied: EmptiedProjection;
+      /** Dead letters resolved as `superseded`. */
+      readonly deadLettersSuperseded: string;
     }
   | { readonly kind: "refused"; readonly reason: RebuildRefusalReason; readonly message: string };
 
@@ -137,8 +152,16 @@ export async function rebuild(options: RebuildOptions): Promise<RebuildOutcome> 
           forced: options.force,
           offsets: auditOffsets(plan),
         });
+        // After the DELETE of the checkpoints, which waited for any transaction still holding one:
+        // this statement's snapshot sees every dead letter written before.
+        const deadLettersSuperseded = await supersedeDeadLetters(
+          client,
+          projection.name,
+          handedBack(plan),
+          `${osUser()}@${hostname()} (rebuild ${rebuildId})`,
+        );
         await client.query("COMMIT");
-        return { kind: "executed", plan, rebuildId, emptied };
+        return { kind: "executed", plan, rebuildId, emptied, deadLettersSuperseded };
       } catch (error) {
         await client.query("ROLLBACK").catch(() => undefined);
         throw new ReplayableError(
@@ -183,6 +206,11 @@ export async function planRebuild(
   });
   const group = await admin.describeGroup(groupId);
   const dedupe = await countDedupeState(db, projection.name);
+  const partitions = states.map((s) => ({
+    ...s,
+    newOffset: s.logStartOffset,
+    records: offsetDistance(s.highWatermark, s.logStartOffset).toString(),
+  }));
   const policies = await admin.cleanupPolicies(topics);
   const compactedTopics = [...policies]
     .filter(([, policy]) => isCompacted(policy))
@@ -192,16 +220,13 @@ export async function planRebuild(
     projection: projection.name,
     groupId,
     topics: topics.sort(),
-    partitions: states.map((s) => ({
-      ...s,
-      newOffset: s.logStartOffset,
-      records: offsetDistance(s.highWatermark, s.logStartOffset).toString(),
-    })),
+    partitions,
     missingTopics,
     compactedTopics,
     tables: await countTableRows(db, projection.tables),
     checkpoints: dedupe.checkpoints,
     eventIds: dedupe.eventIds,
+    deadLetters: await countDeadLettersHandedBack(db, projection.name, handedBack({ partitions })),
     groupState: group.state,
     members: group.members,
     forced: options.force,
@@ -255,6 +280,11 @@ export function historyRefusal(
       `Keep the projection as it is, or run again with --force to rebuild from what is left.`,
     ].join("\n"),
   };
+}
+
+/** Where the rebuild makes the consumer read each partition again: its new offset. */
+function handedBack(plan: Pick<RebuildPlan, "partitions">): HandedBack[] {
+  return plan.partitions.map((p) => ({ topic: p.topic, partition: p.partition, fromOffset: p.newOffset }));
 }
 
 /** The offsets recorded in the audit row: per partition, from (committed) and to (log start). */
