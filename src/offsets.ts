@@ -50,6 +50,22 @@ export function maxOffset(a: OffsetString, b: OffsetString): OffsetString {
   return compareOffsets(a, b) >= 0 ? a : b;
 }
 
+/**
+ * A committed offset as Kafka's OffsetFetch returns it, or null for "none". Kafka answers -1 for a
+ * partition the group never committed; any other negative value (KafkaJS's `admin.setOffsets`
+ * commits a seek to -2, its "earliest" sentinel, as the offset -2) is no position either. Both
+ * clients treat every negative committed offset as none and fall back to `auto.offset.reset`
+ * (Java's ConsumerCoordinator: "Found no committed offset"; KafkaJS's `isInvalidOffset`), so every
+ * reader here does too: status, replay and rebuild planning, prune, the lag gauge.
+ * @param offset the offset text from OffsetFetch; undefined or null when the partition is absent.
+ * @throws RangeError when the text is not a base-10 INT64 (see {@link parseOffset}).
+ * @example committedOffsetOrNone("-2") === null; committedOffsetOrNone("42") === "42"
+ */
+export function committedOffsetOrNone(offset: OffsetString | null | undefined): OffsetString | null {
+  if (offset === undefined || offset === null) return null;
+  return parseOffset(offset, "committed offset") < 0n ? null : offset;
+}
+
 /** `a - b` as a bigint, e.g. lag = high watermark - committed offset. */
 export function offsetDistance(a: OffsetString, b: OffsetString): bigint {
   return parseOffset(a) - parseOffset(b);

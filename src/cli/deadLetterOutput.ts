@@ -19,7 +19,7 @@ export function bytesView(bytes: Buffer | null): BytesView | null {
     : { encoding: "base64", data: bytes.toString("base64"), bytes: bytes.length };
 }
 
-/** `unresolved`, or the resolution (`applied`, `duplicate`, `discarded`). */
+/** `unresolved`, or the resolution (`applied`, `duplicate`, `discarded`, `superseded`). */
 export function stateOf(letter: DeadLetter): string {
   return letter.resolution ?? "unresolved";
 }

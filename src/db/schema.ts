@@ -69,8 +69,13 @@ export const processedEvents = replayableSchema.table(
   ],
 );
 
-/** How a dead letter was resolved (`resolution`); NULL while unresolved. */
-export const DEAD_LETTER_RESOLUTIONS = ["applied", "duplicate", "discarded"] as const;
+/**
+ * How a dead letter was resolved (`resolution`); NULL while unresolved. `superseded`: a rebuild
+ * emptied the state the letter was written in and handed its record back to the consumer, which
+ * reads it again (applied, a duplicate, or dead-lettered anew in a letter of its own), so the letter
+ * is never applied (migration 0003, docs/design.md "Dead letters and rebuilds").
+ */
+export const DEAD_LETTER_RESOLUTIONS = ["applied", "duplicate", "discarded", "superseded"] as const;
 
 /**
  * Records that could not be applied, with their exact bytes and the error (DESIGN.md "dead letter").
@@ -118,7 +123,7 @@ export const deadLetters = replayableSchema.table(
     index("dead_letters_created_at_idx").on(t.projection, t.createdAt),
     check(
       "dead_letters_resolution_check",
-      sql`(${t.resolvedAt} IS NULL AND ${t.resolution} IS NULL) OR (${t.resolvedAt} IS NOT NULL AND ${t.resolution} IN ('applied', 'duplicate', 'discarded'))`,
+      sql`(${t.resolvedAt} IS NULL AND ${t.resolution} IS NULL) OR (${t.resolvedAt} IS NOT NULL AND ${t.resolution} IN ('applied', 'duplicate', 'discarded', 'superseded'))`,
     ),
   ],
 );

@@ -7,9 +7,10 @@ import type pg from "pg";
 import type { Logger } from "pino";
 import { ReplayableError, type ErrorCode } from "../errors.js";
 import type { Projection } from "../projection.js";
-import { lockDeadLetter } from "../sql/selectDeadLetters.js";
+import { lockDeadLetter, type DeadLetter } from "../sql/selectDeadLetters.js";
 import { recordDeadLetterAttempt } from "../sql/recordDeadLetterAttempt.js";
 import { resolveDeadLetter } from "../sql/resolveDeadLetter.js";
+import { selectSupersedingRebuild } from "../sql/selectSupersedingRebuild.js";
 import { applyRecords } from "./applyRecords.js";
 
 /** What a retry did; expected outcomes are values, faults are thrown. */
@@ -18,6 +19,13 @@ export type RetryOutcome =
   | { readonly kind: "applied" }
   /** Its event id was applied from another record meanwhile; resolved as `duplicate`, nothing applied. */
   | { readonly kind: "duplicate" }
+  /**
+   * Written before rebuild `rebuildId`, which emptied the projection and handed the record back to
+   * the consumer: it is read again there (applied, a duplicate, or dead-lettered anew), so this
+   * letter is resolved as `superseded` and never applied. Only letters written before a version
+   * whose rebuild resolves them itself can still be unresolved here.
+   */
+  | { readonly kind: "superseded"; readonly rebuildId: string }
   /** Failed again: `attempts` + 1, the error replaced by this one; still unresolved. */
   | { readonly kind: "failed"; readonly code: ErrorCode; readonly message: string }
   /** Resolved before (by another retry or a discard); nothing done. */
@@ -43,6 +51,9 @@ export interface RetryDeadLetterInput<T> {
  * record with {@link applyRecords} (`retrying`: an event id recorded at the letter's own position
  * is the letter itself), resolve or count the attempt, `COMMIT`. The checkpoint is not touched:
  * it is already past the record. In event-id mode a re-send applied meanwhile makes it a duplicate.
+ * A letter written before a rebuild that handed its record back to the consumer is never applied
+ * (the consumer reads that record again): it is resolved as `superseded` (docs/design.md "Dead
+ * letters and rebuilds").
  * @throws ReplayableError NOT_FOUND when the letter belongs to another projection.
  * @throws the database error of a transient failure (nothing was changed; run the retry again).
  */
@@ -61,32 +72,7 @@ export async function retryDeadLetter<T>(input: RetryDeadLetterInput<T>): Promis
     } else if (letter.resolvedAt !== null) {
       outcome = { kind: "already_resolved", resolution: letter.resolution ?? "" };
     } else {
-      let failure: { code: ErrorCode; message: string } | undefined;
-      const { record } = letter;
-      const result = await applyRecords({
-        client,
-        projection,
-        topic: record.topic,
-        partition: record.partition,
-        records: [record],
-        maxRecordBytes: input.maxRecordBytes,
-        log: log.child({ topic: record.topic, partition: record.partition, offset: record.offset }),
-        retrying: true,
-        deadLetter: (_record, code, message) => {
-          failure = { code, message };
-          return Promise.resolve();
-        },
-      });
-      if (result.applied === 1) {
-        await resolveDeadLetter(client, id, "applied", input.resolvedBy);
-        outcome = { kind: "applied" };
-      } else if (failure !== undefined) {
-        await recordDeadLetterAttempt(client, id, failure.code, failure.message);
-        outcome = { kind: "failed", ...failure };
-      } else {
-        await resolveDeadLetter(client, id, "duplicate", input.resolvedBy);
-        outcome = { kind: "duplicate" };
-      }
+      outcome = await retryUnresolved(input, letter);
     }
     await client.query("COMMIT");
     return outcome;
@@ -96,4 +82,40 @@ export async function retryDeadLetter<T>(input: RetryDeadLetterInput<T>): Promis
     });
     throw error;
   }
+}
+
+/** The unresolved letter's retry, inside the open transaction. */
+async function retryUnresolved<T>(input: RetryDeadLetterInput<T>, letter: DeadLetter): Promise<RetryOutcome> {
+  const { client, projection, id, log } = input;
+  const rebuildId = await selectSupersedingRebuild(client, id);
+  if (rebuildId !== undefined) {
+    await resolveDeadLetter(client, id, "superseded", input.resolvedBy);
+    return { kind: "superseded", rebuildId };
+  }
+  let failure: { code: ErrorCode; message: string } | undefined;
+  const { record } = letter;
+  const result = await applyRecords({
+    client,
+    projection,
+    topic: record.topic,
+    partition: record.partition,
+    records: [record],
+    maxRecordBytes: input.maxRecordBytes,
+    log: log.child({ topic: record.topic, partition: record.partition, offset: record.offset }),
+    retrying: true,
+    deadLetter: (_record, code, message) => {
+      failure = { code, message };
+      return Promise.resolve();
+    },
+  });
+  if (result.applied === 1) {
+    await resolveDeadLetter(client, id, "applied", input.resolvedBy);
+    return { kind: "applied" };
+  }
+  if (failure !== undefined) {
+    await recordDeadLetterAttempt(client, id, failure.code, failure.message);
+    return { kind: "failed", ...failure };
+  }
+  await resolveDeadLetter(client, id, "duplicate", input.resolvedBy);
+  return { kind: "duplicate" };
 }

@@ -1,5 +1,6 @@
 /** Cluster-side reads and writes over the KafkaJS admin client: topics, offsets, group members. */
-import type { Admin, Kafka } from "kafkajs";
+import kafkajs, { type Admin, type Kafka } from "kafkajs";
+import { committedOffsetOrNone } from "../offsets.js";
 
 /** A partition's offsets: log start offset (low) and high watermark (high), as strings. */
 export interface PartitionOffsets {
@@ -8,11 +9,21 @@ export interface PartitionOffsets {
   readonly highWatermark: string;
 }
 
-/** A consumer group's committed offset of one partition ("-1" when none was committed). */
+/**
+ * A consumer group's committed offset of one partition: "-1" when there is none, which includes
+ * every negative offset Kafka returns ({@link committedOffsetOrNone}).
+ */
 export interface CommittedOffset {
   readonly topic: string;
   readonly partition: number;
   readonly offset: string;
+}
+
+/** How {@link CommittedOffset} says "none". */
+export const NO_COMMITTED_OFFSET = "-1";
+
+function committed(topic: string, partition: number, offset: string): CommittedOffset {
+  return { topic, partition, offset: committedOffsetOrNone(offset) ?? NO_COMMITTED_OFFSET };
 }
 
 /** A member of a consumer group as the coordinator describes it. */
@@ -77,12 +88,10 @@ export class KafkaAdmin {
       .sort((a, b) => a.partition - b.partition);
   }
 
-  /** The group's committed offsets for `topics` ("-1" where none). */
+  /** The group's committed offsets for `topics` ("-1" where none, also for any other negative offset). */
   async committedOffsets(groupId: string, topics: readonly string[]): Promise<CommittedOffset[]> {
     const result = await this.admin.fetchOffsets({ groupId, topics: [...topics] });
-    return result.flatMap((t) =>
-      t.partitions.map((p) => ({ topic: t.topic, partition: p.partition, offset: p.offset })),
-    );
+    return result.flatMap((t) => t.partitions.map((p) => committed(t.topic, p.partition, p.offset)));
   }
 
   /**
@@ -93,9 +102,34 @@ export class KafkaAdmin {
   async groupCommittedOffsets(groupId: string): Promise<CommittedOffset[]> {
     const result = await this.admin.fetchOffsets({ groupId });
     return result
-      .flatMap((t) => t.partitions.map((p) => ({ topic: t.topic, partition: p.partition, offset: p.offset })))
-      .filter((c) => c.offset !== "-1")
+      .flatMap((t) => t.partitions.map((p) => committed(t.topic, p.partition, p.offset)))
+      .filter((c) => c.offset !== NO_COMMITTED_OFFSET)
       .sort((a, b) => (a.topic === b.topic ? a.partition - b.partition : a.topic < b.topic ? -1 : 1));
+  }
+
+  /**
+   * Each topic's `cleanup.policy` as the broker applies it (DescribeConfigs; the broker's
+   * `log.cleanup.policy` when the topic does not set it): `delete`, `compact` or `compact,delete`.
+   * @returns topic → policy, for every topic asked.
+   * @throws the KafkaJS error when a topic does not exist or the request fails.
+   */
+  async cleanupPolicies(topics: readonly string[]): Promise<Map<string, string>> {
+    const policies = new Map<string, string>();
+    if (topics.length === 0) return policies;
+    const { resources } = await this.admin.describeConfigs({
+      includeSynonyms: false,
+      resources: topics.map((name) => ({
+        // A CommonJS export Node's named-export detection misses: read it from the module object.
+        type: kafkajs.ConfigResourceTypes.TOPIC,
+        name,
+        configNames: ["cleanup.policy"],
+      })),
+    });
+    for (const resource of resources) {
+      const entry = resource.configEntries.find((e) => e.configName === "cleanup.policy");
+      if (entry !== undefined) policies.set(resource.resourceName, entry.configValue);
+    }
+    return policies;
   }
 
   /** True when `topic` exists (a metadata request; no retries on an unknown topic). */

@@ -1,6 +1,45 @@
 /** The KafkaJS client, with its log lines routed into our pino logger. The only folder that imports kafkajs. */
+import { createRequire } from "node:module";
 import { Kafka, logLevel, type LogEntry } from "kafkajs";
 import type { Logger } from "pino";
+
+/**
+ * The Kafka error types the group coordinator answers while a group rebalances (Kafka protocol
+ * error codes 27, 22, 25): Heartbeat, OffsetCommit and SyncGroup get them whenever a member joins
+ * or leaves, and KafkaJS rejoins the group on each. Expected, so not errors in our logs.
+ */
+export const REBALANCE_ERROR_TYPES = [
+  "REBALANCE_IN_PROGRESS",
+  "ILLEGAL_GENERATION",
+  "UNKNOWN_MEMBER_ID",
+] as const;
+
+/**
+ * The messages of {@link REBALANCE_ERROR_TYPES} as KafkaJS words them. KafkaJS's Connection logs a
+ * failed response at error level with only the error's message (`{ error: e.message }`, no type), so
+ * the types are matched through KafkaJS's own table of protocol errors (`src/protocol/error.js`,
+ * `errorCodes`), not through text copied here.
+ * @returns type → message, for each type the table has.
+ */
+export function rebalanceErrorMessages(): ReadonlyMap<string, string> {
+  const require = createRequire(import.meta.url);
+  const { errorCodes } = require("kafkajs/src/protocol/error.js") as {
+    errorCodes: readonly { type: string; message: string }[];
+  };
+  const types: readonly string[] = REBALANCE_ERROR_TYPES;
+  return new Map(errorCodes.filter((e) => types.includes(e.type)).map((e) => [e.type, e.message]));
+}
+
+const REBALANCE_MESSAGES: ReadonlySet<string> = new Set(rebalanceErrorMessages().values());
+
+/**
+ * True for a KafkaJS log line that reports a rebalance response: KafkaJS's Connection logging a
+ * failed response (`Response Heartbeat(…)`, `Response OffsetCommit(…)`) whose error is one of
+ * {@link REBALANCE_ERROR_TYPES}. Logged at debug instead of error.
+ */
+export function isRebalanceResponse(namespace: string, extra: Readonly<Record<string, unknown>>): boolean {
+  return namespace === "Connection" && typeof extra.error === "string" && REBALANCE_MESSAGES.has(extra.error);
+}
 
 /** Options for {@link createKafka}. */
 export interface KafkaClientOptions {
@@ -14,7 +53,9 @@ export interface KafkaClientOptions {
 /**
  * Creates a KafkaJS client whose log lines go to `log` as `component: "kafkajs"` with KafkaJS's
  * namespace and context (broker, groupId, topic...) kept. KafkaJS's own level follows `log.level`
- * (debug and trace turn its debug lines on), so LOG_LEVEL governs both.
+ * (debug and trace turn its debug lines on), so LOG_LEVEL governs both. A rebalance response
+ * ({@link isRebalanceResponse}) that KafkaJS logs at error level goes to debug: an ordinary
+ * rebalance logs no error-level line.
  */
 export function createKafka(options: KafkaClientOptions): Kafka {
   const kafkaLog = options.log.child({ component: "kafkajs" });
@@ -31,7 +72,8 @@ export function createKafka(options: KafkaClientOptions): Kafka {
         // Keys the logger already binds with the same value (groupId...) are not repeated.
         const fields: Record<string, unknown> = { namespace };
         for (const [key, value] of Object.entries(extra)) if (bound[key] !== value) fields[key] = value;
-        if (level === logLevel.ERROR) kafkaLog.error(fields, message);
+        if (level === logLevel.ERROR && !isRebalanceResponse(namespace, extra))
+          kafkaLog.error(fields, message);
         else if (level === logLevel.WARN) kafkaLog.warn(fields, message);
         else if (level === logLevel.INFO) kafkaLog.info(fields, message);
         else kafkaLog.debug(fields, message);

@@ -6,6 +6,7 @@
 import type pg from "pg";
 import { ReplayableError } from "../errors.js";
 import type { KafkaAdmin } from "../kafka/admin.js";
+import { committedOffsetOrNone } from "../offsets.js";
 import { readCheckpoints } from "../sql/readCheckpoints.js";
 import type { PartitionState } from "./planReset.js";
 import type { TopicArg } from "./topicPartitions.js";
@@ -70,7 +71,7 @@ export async function readPartitionStates(
         partition,
         logStartOffset: o.logStartOffset,
         highWatermark: o.highWatermark,
-        committedOffset: c === undefined || c === "-1" ? null : c,
+        committedOffset: committedOffsetOrNone(c),
         checkpoint:
           checkpoints.find((k) => k.topic === topic && k.partition === partition)?.nextOffset ?? null,
         ...(options.timestampMs === undefined ? {} : { timestampOffset: ts ?? o.highWatermark }),

@@ -42,6 +42,11 @@ export interface PartitionPlan extends PartitionState {
   readonly skipped: string;
   /** The checkpoint is above the high watermark (topic recreated or truncated): `run` will refuse. */
   readonly checkpointAheadOfLog: boolean;
+  /**
+   * The group's committed offset is above the high watermark (topic recreated or truncated, or an
+   * offset set by hand): a run from it gets OFFSET_OUT_OF_RANGE and starts again from the log start.
+   */
+  readonly committedAheadOfLog: boolean;
 }
 
 /** Sums of a plan's counts. */
@@ -156,6 +161,8 @@ export function planReset(spec: ResetSpec, states: readonly PartitionState[]): P
       firstApplies: counts.firstApplies.toString(),
       skipped: counts.skipped.toString(),
       checkpointAheadOfLog: checkpoint !== null && checkpoint > end,
+      committedAheadOfLog:
+        state.committedOffset !== null && parseOffset(state.committedOffset, "committed offset") > end,
     };
   });
 }

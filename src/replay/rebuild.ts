@@ -2,9 +2,12 @@
  * `rebuild`: recompute a projection from the log (DESIGN.md "Replay and rebuild"). With the group
  * inactive and the projection's exclusive advisory lock held: Kafka first (the group's committed
  * offsets go to the log start offset of every partition of the projection's topics), then one
- * PostgreSQL transaction empties the derived tables and the dedupe state and writes an audit row.
+ * PostgreSQL transaction empties the derived tables and the dedupe state, writes an audit row, and
+ * resolves as `superseded` the unresolved dead letters of the records it hands back to the consumer
+ * (docs/design.md "Dead letters and rebuilds").
  * If the database step fails, the group merely re-reads everything as duplicates. Refused when a
- * partition's log start offset is above 0 (its history is gone) unless forced.
+ * partition's log start offset is above 0 (its history is gone) or a topic is compacted
+ * (`cleanup.policy` holds `compact`: only the latest record per key is kept), unless forced.
  */
 import { hostname, userInfo } from "node:os";
 import type pg from "pg";
@@ -17,6 +20,11 @@ import type { Projection } from "../projection.js";
 import { countDedupeState, countTableRows } from "../sql/countRows.js";
 import { emptyProjection, type EmptiedProjection } from "../sql/emptyProjection.js";
 import { insertRebuild } from "../sql/insertRebuild.js";
+import {
+  countDeadLettersHandedBack,
+  supersedeDeadLetters,
+  type HandedBack,
+} from "../sql/supersedeDeadLetters.js";
 import { projectionTopics } from "./projectionTopics.js";
 import { readCheckpoints } from "../sql/readCheckpoints.js";
 import { projectionLockedMessage, withExclusiveProjectionLock } from "./exclusiveLock.js";
@@ -37,7 +45,7 @@ export interface RebuildOptions {
    */
   readonly topics: readonly string[];
   readonly execute: boolean;
-  /** Rebuild even though history is gone (a log start offset above 0, a topic deleted). */
+  /** Rebuild even though history is gone (a log start offset above 0, a topic deleted or compacted). */
   readonly force: boolean;
   readonly log: Logger;
 }
@@ -50,7 +58,15 @@ export interface RebuildPartition extends PartitionState {
 }
 
 /** Why a rebuild is (or would be) refused. */
-export type RebuildRefusalReason = "GROUP_ACTIVE" | "PROJECTION_LOCKED" | "HISTORY_DELETED";
+export type RebuildRefusalReason =
+  "GROUP_ACTIVE" | "PROJECTION_LOCKED" | "HISTORY_DELETED" | "HISTORY_COMPACTED";
+
+/** A topic whose `cleanup.policy` includes `compact`. */
+export interface CompactedTopic {
+  readonly topic: string;
+  /** As the broker reports it, e.g. `compact` or `compact,delete`. */
+  readonly cleanupPolicy: string;
+}
 
 /** What a rebuild does, or would do. */
 export interface RebuildPlan {
@@ -60,9 +76,17 @@ export interface RebuildPlan {
   readonly partitions: readonly RebuildPartition[];
   /** Topics the projection has checkpoints for that no longer exist in Kafka. */
   readonly missingTopics: readonly string[];
+  /** Topics whose log is compacted: the rebuild would read only the latest record per key. */
+  readonly compactedTopics: readonly CompactedTopic[];
   readonly tables: readonly { table: string; rows: string }[];
   readonly checkpoints: string;
   readonly eventIds: string;
+  /**
+   * Unresolved dead letters of records the rebuild hands back to the consumer (at or past a
+   * partition's new offset): resolved as `superseded` by `execute`. Letters of records below a new
+   * offset (gone) or of topics gone stay unresolved.
+   */
+  readonly deadLetters: string;
   readonly groupState: string;
   readonly members: readonly GroupMember[];
   readonly forced: boolean;
@@ -78,6 +102,8 @@ export type RebuildOutcome =
       readonly plan: RebuildPlan;
       readonly rebuildId: string;
       readonly emptied: EmptiedProjection;
+      /** Dead letters resolved as `superseded`. */
+      readonly deadLettersSuperseded: string;
     }
   | { readonly kind: "refused"; readonly reason: RebuildRefusalReason; readonly message: string };
 
@@ -126,8 +152,16 @@ export async function rebuild(options: RebuildOptions): Promise<RebuildOutcome> 
           forced: options.force,
           offsets: auditOffsets(plan),
         });
+        // After the DELETE of the checkpoints, which waited for any transaction still holding one:
+        // this statement's snapshot sees every dead letter written before.
+        const deadLettersSuperseded = await supersedeDeadLetters(
+          client,
+          projection.name,
+          handedBack(plan),
+          `${osUser()}@${hostname()} (rebuild ${rebuildId})`,
+        );
         await client.query("COMMIT");
-        return { kind: "executed", plan, rebuildId, emptied };
+        return { kind: "executed", plan, rebuildId, emptied, deadLettersSuperseded };
       } catch (error) {
         await client.query("ROLLBACK").catch(() => undefined);
         throw new ReplayableError(
@@ -172,19 +206,27 @@ export async function planRebuild(
   });
   const group = await admin.describeGroup(groupId);
   const dedupe = await countDedupeState(db, projection.name);
+  const partitions = states.map((s) => ({
+    ...s,
+    newOffset: s.logStartOffset,
+    records: offsetDistance(s.highWatermark, s.logStartOffset).toString(),
+  }));
+  const policies = await admin.cleanupPolicies(topics);
+  const compactedTopics = [...policies]
+    .filter(([, policy]) => isCompacted(policy))
+    .map(([topic, cleanupPolicy]) => ({ topic, cleanupPolicy }))
+    .sort((a, b) => (a.topic < b.topic ? -1 : a.topic > b.topic ? 1 : 0));
   return {
     projection: projection.name,
     groupId,
     topics: topics.sort(),
-    partitions: states.map((s) => ({
-      ...s,
-      newOffset: s.logStartOffset,
-      records: offsetDistance(s.highWatermark, s.logStartOffset).toString(),
-    })),
+    partitions,
     missingTopics,
+    compactedTopics,
     tables: await countTableRows(db, projection.tables),
     checkpoints: dedupe.checkpoints,
     eventIds: dedupe.eventIds,
+    deadLetters: await countDeadLettersHandedBack(db, projection.name, handedBack({ partitions })),
     groupState: group.state,
     members: group.members,
     forced: options.force,
@@ -192,32 +234,57 @@ export async function planRebuild(
 }
 
 /**
- * The refusal for lost history: a partition whose log start offset is above 0, or a topic with
- * checkpoints that no longer exists. A rebuild would silently lose what those records did, so
- * only `force` allows it. Undefined when nothing is lost or `force` is set.
+ * True when a `cleanup.policy` value compacts the log: `compact`, or `compact,delete` / `delete,compact`
+ * (Kafka topic configs, "cleanup.policy": a list of `delete` and `compact`).
+ */
+export function isCompacted(cleanupPolicy: string): boolean {
+  return cleanupPolicy
+    .split(",")
+    .map((p) => p.trim().toLowerCase())
+    .includes("compact");
+}
+
+/**
+ * The refusal for lost history: a partition whose log start offset is above 0, a topic with
+ * checkpoints that no longer exists, or a compacted topic (the log cleaner keeps only the latest
+ * record per key, Kafka documentation "Log Compaction", so the records a projection applied are
+ * not all there to read again: one that adds records up, like the ledger's balances, would come out
+ * different). A rebuild would silently lose what those records did, so only `force` allows it.
+ * Undefined when nothing is lost or `force` is set. The reason is HISTORY_DELETED when records
+ * were deleted, else HISTORY_COMPACTED.
  */
 export function historyRefusal(
-  plan: Pick<RebuildPlan, "projection" | "partitions" | "missingTopics">,
+  plan: Pick<RebuildPlan, "projection" | "partitions" | "missingTopics" | "compactedTopics">,
   force: boolean,
-): { reason: "HISTORY_DELETED"; message: string } | undefined {
+): { reason: "HISTORY_DELETED" | "HISTORY_COMPACTED"; message: string } | undefined {
   if (force) return undefined;
   const truncated = plan.partitions.filter((p) => BigInt(p.logStartOffset) > 0n);
-  if (truncated.length === 0 && plan.missingTopics.length === 0) return undefined;
+  const deleted = truncated.length > 0 || plan.missingTopics.length > 0;
+  if (!deleted && plan.compactedTopics.length === 0) return undefined;
   const lines = [
     ...truncated.map(
       (p) =>
         `  ${p.topic}:${p.partition} log start offset ${p.logStartOffset}: records 0 to ${BigInt(p.logStartOffset) - 1n} were deleted (retention or deleteRecords)`,
     ),
     ...plan.missingTopics.map((t) => `  topic ${t} has checkpoints but no longer exists`),
+    ...plan.compactedTopics.map(
+      (t) =>
+        `  topic ${t.topic} has cleanup.policy=${t.cleanupPolicy}: compaction keeps only the latest record per key, so earlier records of a key may be gone, and a projection that adds records up (balances, counters) would be recomputed to a different state`,
+    ),
   ];
   return {
-    reason: "HISTORY_DELETED",
+    reason: deleted ? "HISTORY_DELETED" : "HISTORY_COMPACTED",
     message: [
       `cannot rebuild ${plan.projection}: history is gone, and a rebuild would silently lose what those records did:`,
       ...lines,
       `Keep the projection as it is, or run again with --force to rebuild from what is left.`,
     ].join("\n"),
   };
+}
+
+/** Where the rebuild makes the consumer read each partition again: its new offset. */
+function handedBack(plan: Pick<RebuildPlan, "partitions">): HandedBack[] {
+  return plan.partitions.map((p) => ({ topic: p.topic, partition: p.partition, fromOffset: p.newOffset }));
 }
 
 /** The offsets recorded in the audit row: per partition, from (committed) and to (log start). */

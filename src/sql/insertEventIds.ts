@@ -34,14 +34,15 @@ const NO_DIGEST = Buffer.alloc(DIGEST_BYTES);
  */
 const INSERT = {
   // A named statement: parsed and planned once per connection, it runs in every transaction.
-  name: "replayable_insert_event_ids_v2",
+  name: "replayable_insert_event_ids_v3",
   text: `WITH e AS MATERIALIZED (
        SELECT i.id, i.off, i.n FROM unnest($4::text[], $5::bigint[]) WITH ORDINALITY AS i(id, off, n)
      ), ins AS (
+       -- In the order of $4, which the caller sorts by event id (see insertEventIds).
        INSERT INTO replayable.processed_events (projection, event_id, topic, partition, "offset", value_sha256)
        SELECT $1, e.id, $2, $3, e.off,
               NULLIF(substring($6::bytea FROM (e.n::integer - 1) * ${DIGEST_BYTES} + 1 FOR ${DIGEST_BYTES}), $7::bytea)
-       FROM e
+       FROM e ORDER BY e.n
        ON CONFLICT DO NOTHING
        RETURNING event_id
      )
@@ -59,6 +60,12 @@ const SELECT_PRIOR = {
  * Inserts the ids (unique within `rows`) with `ON CONFLICT DO NOTHING`, and returns the ids that
  * were not inserted (`conflicts`: recorded before) and, for those still there, where they were first seen (read by a second statement,
  * which in READ COMMITTED sees a row another transaction committed after this one began).
+ *
+ * The rows are inserted in ascending event-id order (UTF-16 code units), not in offset order: an
+ * insert that meets another transaction's uncommitted row of the same id waits for that
+ * transaction (PostgreSQL "INSERT", ON CONFLICT), so two partitions' batches holding the same ids
+ * in opposite orders would each wait for the other (deadlock, 40P01). In one order, the later one
+ * waits and none cycles. Results are keyed by id, so the order changes nothing else.
  * @throws Error when a digest is not 64 hex digits (a bug in the caller).
  */
 export async function insertEventIds(
@@ -69,10 +76,11 @@ export async function insertEventIds(
   rows: readonly EventIdRow[],
 ): Promise<{ conflicts: Set<string>; seen: Map<string, SeenEventId> }> {
   if (rows.length === 0) return { conflicts: new Set(), seen: new Map() };
-  const ids = new Array<string>(rows.length);
-  const offsets = new Array<string>(rows.length);
-  const digests = Buffer.allocUnsafe(rows.length * DIGEST_BYTES);
-  rows.forEach((row, i) => {
+  const sorted = [...rows].sort(byEventId);
+  const ids = new Array<string>(sorted.length);
+  const offsets = new Array<string>(sorted.length);
+  const digests = Buffer.allocUnsafe(sorted.length * DIGEST_BYTES);
+  sorted.forEach((row, i) => {
     ids[i] = row.eventId;
     offsets[i] = row.offset;
     const digest = row.valueSha256;
@@ -108,4 +116,9 @@ export async function insertEventIds(
     });
   }
   return { conflicts: new Set(missing), seen };
+}
+
+/** Ascending by event id in UTF-16 code unit order: the same in every transaction, whatever the database collation. */
+function byEventId(a: EventIdRow, b: EventIdRow): number {
+  return a.eventId < b.eventId ? -1 : a.eventId > b.eventId ? 1 : 0;
 }

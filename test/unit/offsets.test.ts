@@ -1,5 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { compareOffsets, maxOffset, nextOffset, offsetDistance, parseOffset } from "../../src/offsets.js";
+import {
+  committedOffsetOrNone,
+  compareOffsets,
+  maxOffset,
+  nextOffset,
+  offsetDistance,
+  parseOffset,
+} from "../../src/offsets.js";
 
 describe("offsets", () => {
   it("stays exact above 2^53", () => {
@@ -20,5 +27,16 @@ describe("offsets", () => {
     expect(() => parseOffset("1.5")).toThrow(RangeError);
     expect(() => parseOffset("9223372036854775808")).toThrow(/outside the 64-bit range/);
     expect(parseOffset("-1")).toBe(-1n);
+  });
+
+  it("reads every negative committed offset as none, as the Java consumer and KafkaJS do", () => {
+    expect(committedOffsetOrNone("-1")).toBeNull();
+    expect(committedOffsetOrNone("-2")).toBeNull();
+    expect(committedOffsetOrNone("-9223372036854775808")).toBeNull();
+    expect(committedOffsetOrNone(undefined)).toBeNull();
+    expect(committedOffsetOrNone(null)).toBeNull();
+    expect(committedOffsetOrNone("0")).toBe("0");
+    expect(committedOffsetOrNone("9007199254740993")).toBe("9007199254740993");
+    expect(() => committedOffsetOrNone("x")).toThrow(/committed offset: "x" is not an offset/);
   });
 });

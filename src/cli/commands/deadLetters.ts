@@ -175,6 +175,8 @@ function describeOutcome(outcome: RetryOutcome): string {
       return "not found";
     case "duplicate":
       return "duplicate: the event was applied from another record; resolved";
+    case "superseded":
+      return `superseded: rebuild ${outcome.rebuildId} handed the record back to the consumer, which reads it again; resolved, not applied`;
     default:
       return "applied; resolved";
   }
@@ -229,7 +231,7 @@ function retryCommand(): Command {
               results.map((r) => ({ id: r.id, record: r.offset, outcome: describeOutcome(r.outcome) })),
             );
             process.stdout.write(
-              `retried ${results.length}: ${count("applied")} applied, ${count("duplicate")} duplicate, ${failed} failed again, ${count("already_resolved")} already resolved\n`,
+              `retried ${results.length}: ${count("applied")} applied, ${count("duplicate")} duplicate, ${count("superseded")} superseded by a rebuild, ${failed} failed again, ${count("already_resolved")} already resolved\n`,
             );
           }
           if (failed > 0) {

@@ -1,17 +1,20 @@
 /**
  * `replayable prune`: delete a projection's event-id rows whose source offset is below their
- * partition's log start offset (those records can never be read again). A dry run unless --execute.
+ * partition's log start offset (those records can never be read again), once no record of the
+ * projection's topics is left unread (a re-send among them needs the id). A dry run unless --execute.
  */
 import { Command } from "commander";
 import { createPool } from "../../db/pool.js";
 import { KafkaAdmin } from "../../kafka/admin.js";
-import { prune } from "../../replay/prune.js";
+import { getProjection } from "../../projections/registry.js";
+import { prune, type PruneResult } from "../../replay/prune.js";
 import {
   action,
   outputOption,
   cliKafka,
   cliLogger,
   configFrom,
+  intFlag,
   printJson,
   printTable,
   withConnectionOptions,
@@ -20,22 +23,47 @@ import {
 
 interface PruneFlags extends ConnectionFlags {
   projection: string;
+  group?: string;
+  topic?: string[];
   execute?: boolean;
+  waitMs?: string;
   output: "table" | "json";
 }
+
+/** Default of --wait-ms: how long `prune --execute` waits for a running group to read what is unread. */
+const DEFAULT_WAIT_MS = 60_000;
 
 /** Builds the `prune` command. */
 export function pruneCommand(): Command {
   return withConnectionOptions(new Command("prune"))
     .description(
-      "delete event-id rows (replayable.processed_events) whose source offset is below their partition's log start offset; a dry run unless --execute",
+      "delete event-id rows (replayable.processed_events) whose source offset is below their partition's log start offset, once the projection has read every record of its topics; a dry run unless --execute",
     )
     .requiredOption("--projection <name>", "projection whose event ids to prune")
+    .option(
+      "--group <id>",
+      "the projection's consumer group (env REPLAYABLE_GROUP_ID; default: the projection name)",
+    )
+    .option(
+      "--topic <topic...>",
+      "the projection's topics (env REPLAYABLE_TOPICS; default: the topics the group has committed offsets for or the projection has checkpoints for, else its default topics); topics its event ids were first seen in are always included",
+    )
     .option("--execute", "delete the rows (default: only count them)")
+    .option(
+      "--wait-ms <ms>",
+      `with --execute and members in the group: how long to wait for them to read the records unread when prune starts (0: refuse at once)`,
+      String(DEFAULT_WAIT_MS),
+    )
     .addOption(outputOption())
     .action(
       action(async (flags: PruneFlags) => {
-        const config = configFrom(flags, { REPLAYABLE_PROJECTION: flags.projection });
+        const config = configFrom(flags, {
+          REPLAYABLE_PROJECTION: flags.projection,
+          REPLAYABLE_GROUP_ID: flags.group,
+          REPLAYABLE_TOPICS: flags.topic?.join(","),
+        });
+        const projection = getProjection(config.projection);
+        const waitMs = intFlag("--wait-ms", flags.waitMs, 0, 86_400_000, DEFAULT_WAIT_MS);
         const log = cliLogger(config);
         const admin = await KafkaAdmin.connect(cliKafka(config, log));
         const pool = createPool({ connectionString: config.databaseUrl, max: 1 });
@@ -43,39 +71,57 @@ export function pruneCommand(): Command {
           const result = await prune({
             admin,
             pool,
-            projection: config.projection,
+            projection,
+            groupId: config.groupId,
+            topics: config.topics,
             execute: flags.execute === true,
+            waitMs,
+            log,
           });
-          if (flags.output === "json") {
-            printJson({ outcome: result.executed ? "executed" : "dry-run", ...result });
-            return;
-          }
-          const out = (line: string) => process.stdout.write(`${line}\n`);
-          out(
-            result.executed
-              ? `Pruned event ids of projection ${result.projection}:`
-              : `Dry run (nothing changed): event ids of projection ${result.projection} below the log start offset:`,
-          );
-          printTable(
-            result.partitions.map((p) => ({
-              topic: p.topic,
-              partition: p.partition,
-              logStartOffset: p.logStartOffset ?? "(topic gone: kept)",
-              eventIds: p.eventIds,
-              prunable: p.prunable,
-              deleted: p.deleted,
-            })),
-          );
-          const t = result.totals;
-          out(
-            result.executed
-              ? `Deleted ${t.deleted} of ${t.eventIds} event ids.`
-              : `${t.prunable} of ${t.eventIds} event ids can be deleted; add --execute to delete them.`,
-          );
+          report(result, flags.execute === true, flags.output);
         } finally {
           await admin.close();
           await pool.end();
         }
       }),
     );
+}
+
+function report(result: PruneResult, execute: boolean, output: "table" | "json"): void {
+  const refusal = execute ? result.refusal : undefined;
+  const refused = refusal !== undefined;
+  if (output === "json") {
+    printJson({ outcome: result.executed ? "executed" : refused ? "refused" : "dry-run", ...result });
+  } else {
+    const out = (line: string) => process.stdout.write(`${line}\n`);
+    out(
+      result.executed
+        ? `Pruned event ids of projection ${result.projection}:`
+        : `${refused ? "Refused (nothing changed)" : "Dry run (nothing changed)"}: event ids of projection ${result.projection} below the log start offset:`,
+    );
+    printTable(
+      result.partitions.map((p) => ({
+        topic: p.topic,
+        partition: p.partition,
+        logStartOffset: p.logStartOffset ?? "(topic gone: kept)",
+        eventIds: p.eventIds,
+        prunable: p.prunable,
+        deleted: p.deleted,
+      })),
+    );
+    const t = result.totals;
+    if (result.executed) out(`Deleted ${t.deleted} of ${t.eventIds} event ids.`);
+    else if (!refused) {
+      out(`${t.prunable} of ${t.eventIds} event ids are below the log start offset.`);
+      out(
+        result.refusal === undefined
+          ? "Every record of the projection's topics has been read; add --execute to delete them."
+          : `--execute would wait for unread records now (${result.refusal.reason}):\n${result.refusal.message}`,
+      );
+    }
+  }
+  if (refusal !== undefined) {
+    process.stderr.write(`replayable: prune refused, nothing deleted: ${refusal.message}\n`);
+    process.exitCode = 1;
+  }
 }

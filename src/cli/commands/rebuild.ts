@@ -46,7 +46,10 @@ export function rebuildCommand(): Command {
       "the projection's topics (env REPLAYABLE_TOPICS; default: the topics the group has committed offsets for or the projection has checkpoints for, else its default topics); topics it has checkpoints for are always included",
     )
     .option("--execute", "do it (refused while the group has members or a run holds the projection)")
-    .option("--force", "rebuild even though records were deleted (a log start offset above 0)")
+    .option(
+      "--force",
+      "rebuild even though records were deleted (a log start offset above 0) or may have been compacted away (cleanup.policy=compact)",
+    )
     .addOption(outputOption())
     .action(
       action(async (flags: RebuildFlags) => {
@@ -79,6 +82,10 @@ export function rebuildCommand(): Command {
     );
 }
 
+function letters(n: string): string {
+  return `${n} unresolved dead letter${n === "1" ? "" : "s"}`;
+}
+
 function report(outcome: RebuildOutcome, output: "table" | "json"): void {
   if (outcome.kind === "refused") {
     if (output === "json")
@@ -91,7 +98,13 @@ function report(outcome: RebuildOutcome, output: "table" | "json"): void {
   if (output === "json") {
     printJson(
       outcome.kind === "executed"
-        ? { outcome: "executed", rebuildId: outcome.rebuildId, emptied: outcome.emptied, ...plan }
+        ? {
+            outcome: "executed",
+            rebuildId: outcome.rebuildId,
+            emptied: outcome.emptied,
+            deadLettersSuperseded: outcome.deadLettersSuperseded,
+            ...plan,
+          }
         : { outcome: "dry-run", ...plan },
     );
     return;
@@ -117,15 +130,19 @@ function report(outcome: RebuildOutcome, output: "table" | "json"): void {
   const tables = plan.tables.map((t) => `${t.table} (${t.rows} rows)`).join(", ");
   if (outcome.kind === "dry-run") {
     out(
-      `--execute would empty ${tables} and the dedupe state (${plan.checkpoints} checkpoints, ${plan.eventIds} event ids), after resetting the group.`,
+      `--execute would empty ${tables} and the dedupe state (${plan.checkpoints} checkpoints, ${plan.eventIds} event ids), after resetting the group, and resolve ${letters(plan.deadLetters)} of the records it hands back as superseded (the consumer reads those records again).`,
     );
     if (plan.refusal !== undefined)
       out(`--execute would be refused now (${plan.refusal.reason}):\n${plan.refusal.message}`);
   } else {
     out(
-      `Emptied ${tables} and the dedupe state (${outcome.emptied.checkpoints} checkpoints, ${outcome.emptied.eventIds} event ids). Start \`replayable run\` to apply the log again.`,
+      `Emptied ${tables} and the dedupe state (${outcome.emptied.checkpoints} checkpoints, ${outcome.emptied.eventIds} event ids); ${letters(outcome.deadLettersSuperseded)} of the records it hands back resolved as superseded: the consumer reads those records again (\`dead-letters list --state resolved\`). Start \`replayable run\` to apply the log again.`,
     );
   }
   if (plan.missingTopics.length > 0)
     out(`Topics with checkpoints that no longer exist: ${plan.missingTopics.join(", ")}`);
+  if (plan.compactedTopics.length > 0)
+    out(
+      `Compacted topics (only the latest record per key is kept): ${plan.compactedTopics.map((t) => `${t.topic} (cleanup.policy=${t.cleanupPolicy})`).join(", ")}`,
+    );
 }

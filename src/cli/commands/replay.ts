@@ -168,6 +168,10 @@ function notes(plan: ReplayPlan): string[] {
       lines.push(
         `WARNING: ${where}: the new offset ${p.newOffset} is past the checkpoint ${p.checkpoint ?? "0"}: up to ${p.skipped} records before it will never be applied`,
       );
+    if (p.committedAheadOfLog)
+      lines.push(
+        `WARNING: ${where}: the committed offset ${p.committedOffset} is above the high watermark ${p.highWatermark} (the topic was recreated or truncated, or the offset was set by hand): a run from it gets OFFSET_OUT_OF_RANGE and starts again from the log start offset ${p.logStartOffset}`,
+      );
     if (p.checkpointAheadOfLog)
       lines.push(
         `WARNING: ${where}: the checkpoint ${p.checkpoint} is above the high watermark ${p.highWatermark}: the topic was recreated or truncated, and \`run\` will refuse it; see \`replayable rebuild\``,

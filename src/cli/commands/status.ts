@@ -2,7 +2,7 @@
 import { Command } from "commander";
 import { createPool } from "../../db/pool.js";
 import { KafkaAdmin } from "../../kafka/admin.js";
-import { offsetDistance } from "../../offsets.js";
+import { committedOffsetOrNone, compareOffsets, offsetDistance } from "../../offsets.js";
 import { getProjection } from "../../projections/registry.js";
 import { projectionTopics } from "../../replay/projectionTopics.js";
 import { readCheckpoints } from "../../sql/readCheckpoints.js";
@@ -34,8 +34,43 @@ export interface PartitionStatus {
   highWatermark: string;
   committedOffset: string;
   checkpoint: string;
-  /** High watermark minus the committed offset (minus the log start offset when nothing is committed). */
+  /**
+   * High watermark minus where the next run starts reading: the committed offset, or the log
+   * start offset when nothing is committed or the committed offset is above the high watermark.
+   */
   lag: string;
+}
+
+/**
+ * One partition's row, and a warning when the committed offset is above the high watermark (the
+ * topic was recreated or truncated, or an offset was set by hand): KafkaJS then gets
+ * OFFSET_OUT_OF_RANGE and resets to `auto.offset.reset` (the log start offset, `fromBeginning`), so
+ * the lag counts from there instead of going negative.
+ * @param committed the committed offset as read; negative or absent means none ({@link committedOffsetOrNone}).
+ */
+export function partitionStatus(
+  topic: string,
+  offsets: { partition: number; logStartOffset: string; highWatermark: string },
+  committed: string | undefined,
+  checkpoint: string | undefined,
+): { row: PartitionStatus; warning?: string } {
+  const c = committedOffsetOrNone(committed);
+  const ahead = c !== null && compareOffsets(c, offsets.highWatermark) > 0;
+  const from = c === null || ahead ? offsets.logStartOffset : c;
+  const row = {
+    topic,
+    partition: offsets.partition,
+    logStartOffset: offsets.logStartOffset,
+    highWatermark: offsets.highWatermark,
+    committedOffset: c ?? "-",
+    checkpoint: checkpoint ?? "-",
+    lag: offsetDistance(offsets.highWatermark, from).toString(),
+  };
+  if (!ahead) return { row };
+  return {
+    row,
+    warning: `${topic}:${offsets.partition}: the committed offset ${c} is above the high watermark ${offsets.highWatermark} (the topic was recreated or truncated, or the offset was set by hand); the next run gets OFFSET_OUT_OF_RANGE and starts again from the log start offset ${offsets.logStartOffset}, so the lag counts from there. Check with \`replayable replay --to-earliest\` (a dry run) before running.`,
+  };
 }
 
 /** Builds the `status` command. */
@@ -67,32 +102,27 @@ export function statusCommand(): Command {
         try {
           const topics = await projectionTopics(admin, pool, projection, config.groupId, config.topics);
           const rows: PartitionStatus[] = [];
+          const warnings: string[] = [];
           const committed = await admin.committedOffsets(config.groupId, topics);
           const checkpoints = await readCheckpoints(pool, projection.name);
           for (const topic of topics) {
             for (const p of await admin.topicOffsets(topic)) {
-              const c =
-                committed.find((x) => x.topic === topic && x.partition === p.partition)?.offset ?? "-1";
-              const cp = checkpoints.find(
-                (x) => x.topic === topic && x.partition === p.partition,
-              )?.nextOffset;
-              const from = c === "-1" ? p.logStartOffset : c;
-              rows.push({
+              const { row, warning } = partitionStatus(
                 topic,
-                partition: p.partition,
-                logStartOffset: p.logStartOffset,
-                highWatermark: p.highWatermark,
-                committedOffset: c === "-1" ? "-" : c,
-                checkpoint: cp ?? "-",
-                lag: offsetDistance(p.highWatermark, from).toString(),
-              });
+                p,
+                committed.find((x) => x.topic === topic && x.partition === p.partition)?.offset,
+                checkpoints.find((x) => x.topic === topic && x.partition === p.partition)?.nextOffset,
+              );
+              rows.push(row);
+              if (warning !== undefined) warnings.push(warning);
             }
           }
           if (flags.output === "json")
-            printJson({ groupId: config.groupId, projection: projection.name, partitions: rows });
+            printJson({ groupId: config.groupId, projection: projection.name, partitions: rows, warnings });
           else {
             process.stdout.write(`group ${config.groupId}, projection ${projection.name}\n`);
             printTable(rows as unknown as Record<string, string | number>[]);
+            for (const warning of warnings) process.stdout.write(`WARNING: ${warning}\n`);
           }
         } finally {
           await admin.close();

@@ -186,7 +186,9 @@ describe("dead-letters", () => {
     expect(result.code).toBe(0);
     expect(result.stdout).toMatch(new RegExp(`^${ids.tooLarge}\\s+${topic}/0@2\\s+applied; resolved$`, "m"));
     expect(result.stdout).toContain("applied; resolved");
-    expect(result.stdout).toContain("retried 1: 1 applied, 0 duplicate, 0 failed again, 0 already resolved");
+    expect(result.stdout).toContain(
+      "retried 1: 1 applied, 0 duplicate, 0 superseded by a rebuild, 0 failed again, 0 already resolved",
+    );
     expect(await balance("acc-2")).toBe("5");
     // Once: a second retry finds it resolved.
     const again = await runCli(
@@ -239,5 +241,104 @@ describe("dead-letters", () => {
     // Nothing left to retry but the zero amount.
     const left = JSON.parse((await cli("list", "--output", "json")).stdout) as { id: string }[];
     expect(left.map((l) => l.id)).toEqual([ids.zero]);
+  });
+});
+
+describe("dead-letters after a rebuild", () => {
+  it("`dead-letters retry` after a rebuild applies a record twice: the rebuild resolves the letters of the records it hands back", async () => {
+    const own = await createTestDatabase();
+    try {
+      const t = uniqueName("dl-rebuild");
+      const group = uniqueName("g");
+      await admin.createTopic(t, 1);
+      await produceRecords(testKafka(), t, [
+        {
+          key: "acc-r",
+          value: JSON.stringify({ account: "acc-r", amount: 5, pad: "p".repeat(3000) }),
+          headers: ce(`${t}-1`),
+        },
+        { key: "acc-r", value: JSON.stringify({ account: "acc-r", amount: 1 }), headers: ce(`${t}-2`) },
+        { key: "acc-r", value: JSON.stringify({ account: "acc-r", amount: 0 }), headers: ce(`${t}-3`) },
+      ]);
+      const runUntilCaughtUp = async (maxRecordBytes: string) => {
+        const consumer = startCli(
+          [
+            "run",
+            "--projection",
+            "ledger",
+            "--topic",
+            t,
+            "--group",
+            group,
+            "--database-url",
+            own.url,
+            "--no-migrate",
+          ],
+          { REPLAYABLE_MAX_RECORD_BYTES: maxRecordBytes },
+        );
+        await waitForCaughtUp(admin, group, t);
+        consumer.child.kill("SIGTERM");
+        await consumer.exited;
+      };
+      const ownBalance = async () =>
+        (
+          await own.pool.query<{ balance_cents: string }>(
+            "SELECT balance_cents FROM ledger.ledger_accounts WHERE account_id = 'acc-r'",
+          )
+        ).rows[0]?.balance_cents;
+      const deadLetters = (...args: string[]) =>
+        runCli(["dead-letters", ...args, "--database-url", own.url], {
+          REPLAYABLE_MAX_RECORD_BYTES: "100000",
+        });
+
+      await runUntilCaughtUp("2000");
+      expect(await ownBalance()).toBe("1");
+      const before = JSON.parse((await deadLetters("list", "--output", "json")).stdout) as {
+        id: string;
+        offset: string;
+      }[];
+      expect(before.map((l) => l.offset)).toEqual(["0", "2"]);
+
+      // The cause is fixed (a larger limit); the projection is rebuilt and the log applied again.
+      const rebuilt = await runCli([
+        "rebuild",
+        "--projection",
+        "ledger",
+        "--group",
+        group,
+        "--topic",
+        t,
+        "--execute",
+        "--database-url",
+        own.url,
+      ]);
+      expect(rebuilt.code, rebuilt.stderr).toBe(0);
+      expect(rebuilt.stdout).toContain(
+        "2 unresolved dead letters of the records it hands back resolved as superseded",
+      );
+      await runUntilCaughtUp("100000");
+      expect(await ownBalance()).toBe("6");
+
+      // The zero amount failed again in the rebuilt state: a letter of its own, the only one to retry.
+      const after = JSON.parse((await deadLetters("list", "--output", "json")).stdout) as {
+        id: string;
+        offset: string;
+      }[];
+      expect(after.map((l) => l.offset)).toEqual(["2"]);
+      expect(after[0]!.id).not.toBe(before[1]!.id);
+      const retried = await deadLetters("retry", "--execute");
+      expect(retried.code).toBe(1);
+      expect(retried.stdout).toContain(
+        "retried 1: 0 applied, 0 duplicate, 0 superseded by a rebuild, 1 failed again",
+      );
+      expect(await ownBalance()).toBe("6");
+      const resolved = JSON.parse(
+        (await deadLetters("list", "--state", "resolved", "--output", "json")).stdout,
+      ) as { id: string; state: string; resolvedBy: string }[];
+      expect(resolved.map((r) => [r.id, r.state])).toEqual(before.map((l) => [l.id, "superseded"]));
+      expect(resolved[0]!.resolvedBy).toMatch(/ \(rebuild 1\)$/);
+    } finally {
+      await own.drop();
+    }
   });
 });

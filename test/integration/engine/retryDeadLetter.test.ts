@@ -10,6 +10,8 @@ import { createLogger } from "../../../src/logger.js";
 import type { Projection } from "../../../src/projection.js";
 import { ledgerProjection } from "../../../src/projections/ledger/ledgerProjection.js";
 import type { KafkaRecord } from "../../../src/record.js";
+import { emptyProjection } from "../../../src/sql/emptyProjection.js";
+import { insertRebuild } from "../../../src/sql/insertRebuild.js";
 import { createTestDatabase, uniqueName, type TestDatabase } from "../../helpers/stack.js";
 
 let db: TestDatabase;
@@ -201,5 +203,81 @@ describe("retryDeadLetter", () => {
 
   it("not_found for an unknown id", async () => {
     expect(await retry(gated, "987654321")).toEqual({ kind: "not_found" });
+  });
+
+  /**
+   * What `rebuild`'s database step did before dead letters were resolved by it (and what a rebuild
+   * by such a version left behind): empty the projection and write the audit row, handing
+   * (topic, 0) back to the consumer from offset 0.
+   */
+  async function rebuildLeavingLetters(
+    projection: Projection<unknown>,
+    topic: string,
+    to = "0",
+  ): Promise<string> {
+    const client = await db.pool.connect();
+    try {
+      await client.query("BEGIN");
+      await emptyProjection(client, projection.name, []);
+      const id = await insertRebuild(client, {
+        projection: projection.name,
+        groupId: "g",
+        osUser: "test",
+        host: "host",
+        forced: false,
+        offsets: { partitions: [{ topic, partition: 0, from: "1", to }], missingTopics: [] },
+      });
+      await client.query("COMMIT");
+      return id;
+    } finally {
+      client.release();
+    }
+  }
+
+  it("`dead-letters retry` after a rebuild applies a record twice: offset dedupe", async () => {
+    const topic = uniqueName("gated");
+    const record: KafkaRecord = { ...credit(topic, 0, "-", 0), value: Buffer.from("rebuilt") };
+    const id = (await applyRecords(gated, [record])).deadLettered[0]!.id;
+    // The cause is fixed; a rebuild hands the record back to the consumer, which applies it.
+    await db.pool.query("INSERT INTO public.switches VALUES ($1)", [topic]);
+    const rebuildId = await rebuildLeavingLetters(gated, topic);
+    expect((await applyRecords(gated, [record])).applied).toBe(1);
+
+    expect(await retry(gated, id)).toEqual({ kind: "superseded", rebuildId });
+    expect(await letter(id)).toMatchObject({ resolution: "superseded", resolved_by: "test@host" });
+    const effects = await db.pool.query("SELECT body FROM public.effects WHERE topic = $1", [topic]);
+    expect(effects.rows).toEqual([{ body: "rebuilt" }]);
+  });
+
+  it("`dead-letters retry` after a rebuild applies a record twice: event-id dedupe", async () => {
+    const topic = uniqueName("acc");
+    const big = credit(topic, 0, `${topic}-1`, 40, 2000);
+    const id = (await applyRecords(ledgerProjection, [big])).deadLettered[0]!.id;
+    const rebuildId = await rebuildLeavingLetters(ledgerProjection, topic);
+    expect((await applyRecords(ledgerProjection, [big], 10_000)).applied).toBe(1);
+    expect(await balance(topic)).toBe("40");
+
+    expect(await retry(ledgerProjection, id, 10_000)).toEqual({ kind: "superseded", rebuildId });
+    expect(await balance(topic)).toBe("40");
+  });
+
+  it("a letter whose record a forced rebuild did not hand back (below the new log start) is retried as usual", async () => {
+    const topic = uniqueName("gated");
+    const record: KafkaRecord = { ...credit(topic, 0, "-", 0), value: Buffer.from("gone") };
+    const id = (await applyRecords(gated, [record])).deadLettered[0]!.id;
+    await db.pool.query("INSERT INTO public.switches VALUES ($1)", [topic]);
+    await rebuildLeavingLetters(gated, topic, "1");
+    expect(await retry(gated, id)).toEqual({ kind: "applied" });
+    const effects = await db.pool.query("SELECT body FROM public.effects WHERE topic = $1", [topic]);
+    expect(effects.rows).toEqual([{ body: "gone" }]);
+  });
+
+  it("a letter written after a rebuild is retried as usual", async () => {
+    const topic = uniqueName("gated");
+    await rebuildLeavingLetters(gated, topic);
+    const record: KafkaRecord = { ...credit(topic, 0, "-", 0), value: Buffer.from("after") };
+    const id = (await applyRecords(gated, [record])).deadLettered[0]!.id;
+    await db.pool.query("INSERT INTO public.switches VALUES ($1)", [topic]);
+    expect(await retry(gated, id)).toEqual({ kind: "applied" });
   });
 });

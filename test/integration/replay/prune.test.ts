@@ -4,10 +4,11 @@
  * nothing twice.
  */
 import { describe, expect, it } from "vitest";
+import { produceRecords, type ProducerRecord } from "../../../src/kafka/producer.js";
 import { ledgerChecksumOf, produceLedger } from "../../helpers/ledger.js";
-import { runCli } from "../../helpers/process.js";
-import { cliJson, runUntilRead } from "../../helpers/replay.js";
-import { uniqueName, useStack } from "../../helpers/stack.js";
+import { runCli, scrapeMetric, startCli } from "../../helpers/process.js";
+import { cliJson, runArgs, runUntilRead } from "../../helpers/replay.js";
+import { BROKERS, testKafka, uniqueName, useStack } from "../../helpers/stack.js";
 
 const stack = useStack();
 
@@ -54,14 +55,15 @@ describe("prune", () => {
     const gone = before.length - kept.length;
     expect(gone).toBeGreaterThan(0);
 
-    const args = ["prune", "--projection", "ledger", "--database-url", stack.db.url];
+    const args = ["prune", "--projection", "ledger", "--group", group, "--database-url", stack.db.url];
     const dry = await runCli(args);
     expect(dry.code, dry.stderr).toBe(0);
     expect(dry.stdout).toContain(
       "Dry run (nothing changed): event ids of projection ledger below the log start offset:",
     );
+    expect(dry.stdout).toContain(`${gone} of ${before.length} event ids are below the log start offset.`);
     expect(dry.stdout).toContain(
-      `${gone} of ${before.length} event ids can be deleted; add --execute to delete them.`,
+      "Every record of the projection's topics has been read; add --execute to delete them.",
     );
     expect(await eventRows()).toEqual(before);
 
@@ -104,5 +106,121 @@ describe("prune", () => {
     });
     expect(await ledgerChecksumOf(stack.db.pool)).toBe(stream.checksum);
     expect(await eventRows()).toEqual(kept);
+  });
+});
+
+describe("prune and unread records", () => {
+  /** A CloudEvents credit of 10 cents to `account` with id `ceId`, sent to `partition`. */
+  function credit(account: string, ceId: string, partition: number): ProducerRecord {
+    return {
+      key: account,
+      value: JSON.stringify({ account, amount: 10 }),
+      headers: {
+        ce_specversion: "1.0",
+        ce_id: ceId,
+        ce_source: "test",
+        ce_type: "ledger.account.credited",
+      },
+      partition,
+    };
+  }
+
+  async function balance(account: string): Promise<string | undefined> {
+    const r = await stack.db.pool.query<{ balance_cents: string }>(
+      "SELECT balance_cents FROM ledger.ledger_accounts WHERE account_id = $1",
+      [account],
+    );
+    return r.rows[0]?.balance_cents;
+  }
+
+  it("Prune while a re-send is still unread keeps the id until the group has read it, then prunes it", async () => {
+    const topic = uniqueName("prune-resend");
+    const group = uniqueName("g");
+    const account = uniqueName("acct");
+    const e1 = `${account}-1`;
+    await stack.admin.createTopic(topic, 2);
+    await produceRecords(testKafka(), topic, [
+      credit(account, e1, 0),
+      credit(account, `${account}-2`, 0),
+      credit(account, `${account}-3`, 1),
+    ]);
+    await runUntilRead(stack.admin, stack.db.url, topic, group, 3);
+    expect(await balance(account)).toBe("30");
+    // e1's record goes (retention); the producer re-sends e1 to the other partition, unread so far.
+    await stack.admin.deleteRecords(topic, [{ partition: 0, offset: "1" }]);
+    await produceRecords(testKafka(), topic, [credit(account, e1, 1)]);
+
+    const env = { KAFKA_BROKERS: BROKERS.join(","), REPLAYABLE_GROUP_ID: group, REPLAYABLE_TOPICS: topic };
+    const args = ["prune", "--projection", "ledger", "--database-url", stack.db.url];
+    const refused = await runCli([...args, "--execute"], env);
+    expect(await eventRows()).toContainEqual({ event_id: e1, partition: 0, offset: "0" });
+    expect(refused.code, refused.stdout).toBe(1);
+    expect(refused.stderr).toContain(
+      `prune refused, nothing deleted: 1 record of projection ledger's topics is not read yet`,
+    );
+    expect(refused.stderr).toContain(`${topic}:1 checkpoint 1, high watermark 2: 1 unread record`);
+
+    // The group reads the re-send: a duplicate of e1, not a second credit.
+    expect(await runUntilRead(stack.admin, stack.db.url, topic, group, 1)).toEqual({
+      applied: 0,
+      offsetDuplicates: 0,
+      eventIdDuplicates: 1,
+    });
+    expect(await balance(account)).toBe("30");
+
+    const pruned = await runCli([...args, "--execute", "--output", "json"], env);
+    expect(pruned.code, pruned.stderr).toBe(0);
+    expect((JSON.parse(pruned.stdout) as PruneJson).totals.deleted).toBe("1");
+    expect((await eventRows()).map((r) => r.event_id)).not.toContain(e1);
+  });
+
+  it("prune --execute waits while the group has members until they have read what was unread at its start", async () => {
+    const topic = uniqueName("prune-wait");
+    const group = uniqueName("g");
+    const account = uniqueName("acct");
+    const e1 = `${account}-1`;
+    await stack.admin.createTopic(topic, 2);
+    await produceRecords(testKafka(), topic, [
+      credit(account, e1, 0),
+      credit(account, `${account}-2`, 0),
+      credit(account, `${account}-3`, 1),
+    ]);
+    await runUntilRead(stack.admin, stack.db.url, topic, group, 3);
+    await stack.admin.deleteRecords(topic, [{ partition: 0, offset: "1" }]);
+
+    // The member holds its next transaction open for 4 s before COMMIT: the re-send stays unread meanwhile.
+    const member = startCli(runArgs(stack.db.url, topic, group), {
+      REPLAYABLE_FAILPOINTS: "before-db-commit=sleep:4000@1",
+    });
+    try {
+      const port = await member.metricsPort();
+      await produceRecords(testKafka(), topic, [credit(account, e1, 1)]);
+      await member.waitForStderr("failpoint before-db-commit: sleep");
+      const pruned = await runCli(
+        [
+          "prune",
+          "--projection",
+          "ledger",
+          "--group",
+          group,
+          "--topic",
+          topic,
+          "--execute",
+          "--output",
+          "json",
+          "--database-url",
+          stack.db.url,
+        ],
+        { LOG_LEVEL: "info" },
+      );
+      expect(pruned.code, pruned.stderr).toBe(0);
+      expect(pruned.stderr).toContain("waiting for the group to read the records in the log");
+      expect((JSON.parse(pruned.stdout) as PruneJson).totals.deleted).toBe("1");
+      expect(await scrapeMetric(port, "replayable_duplicates_total", { topic, key: "event_id" })).toBe(1);
+      expect(await balance(account)).toBe("30");
+    } finally {
+      member.child.kill("SIGTERM");
+      await member.exited;
+    }
   });
 });

@@ -136,6 +136,44 @@ describe("rebuild", () => {
     });
   });
 
+  it.each(["compact", "compact,delete"])(
+    "Rebuild of a compacted topic (cleanup.policy=%s) is refused like deleted history, unless --force",
+    async (policy) => {
+      const topic = uniqueName("rebuild-compacted");
+      const other = uniqueName("rebuild-plain");
+      const group = uniqueName("g");
+      // A compacted topic keeps only the latest record per key: the ledger's credits would be lost.
+      await stack.admin.createTopic(topic, 1, { "cleanup.policy": policy });
+      const stream = await produceLedger(stack.admin, topic, { count: 12, partitions: 1, seed: 54 });
+      await produceLedger(stack.admin, other, { count: 3, partitions: 1, seed: 55, idPrefix: "plain-" });
+      await runUntilRead(stack.admin, stack.db.url, topic, group, 12);
+      const args = (...rest: string[]) => [...rebuildArgs(topic, group, ...rest), "--topic", other];
+
+      const dry = await runCli(args());
+      expect(dry.code, dry.stderr).toBe(0);
+      expect(dry.stdout).toContain("--execute would be refused now (HISTORY_COMPACTED)");
+
+      const refused = await runCli(args("--execute"));
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toContain(
+        "rebuild refused, nothing changed: cannot rebuild ledger: history is gone",
+      );
+      expect(refused.stderr).toContain(
+        `topic ${topic} has cleanup.policy=${policy}: compaction keeps only the latest record per key`,
+      );
+      expect(refused.stderr).not.toContain(`topic ${other} has cleanup.policy`);
+      expect(refused.stderr).toContain("--force");
+      expect(await ledgerChecksumOf(stack.db.pool)).toBe(stream.checksum);
+      expect(await committedOf(stack.admin, group, topic)).toEqual({ 0: "12" });
+      expect(await rebuildRows()).toEqual([]);
+
+      const forced = await runCli(args("--execute", "--force"));
+      expect(forced.code, forced.stderr).toBe(0);
+      expect(await rebuildRows()).toEqual([expect.objectContaining({ forced: 1 })]);
+      expect(await committedOf(stack.admin, group, topic)).toEqual({ 0: "0" });
+    },
+  );
+
   it("holds the projection's lock: a run or a second rebuild started meanwhile fails clearly", async () => {
     const topic = uniqueName("rebuild-locked");
     const group = uniqueName("g");

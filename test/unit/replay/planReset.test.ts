@@ -145,6 +145,15 @@ describe("planReset", () => {
     expect(plan).toMatchObject({ newOffset: "100", requestedOffset: "99999999999999999", skipped: "20" });
   });
 
+  it("flags a committed offset above the high watermark (topic recreated or truncated, set by hand)", () => {
+    const plans = planReset({ kind: "to-earliest" }, [
+      state({ committedOffset: "101" }),
+      state({ committedOffset: "100" }),
+      state({ committedOffset: null }),
+    ]);
+    expect(plans.map((p) => p.committedAheadOfLog)).toEqual([true, false, false]);
+  });
+
   it("asks Kafka for offsets by timestamp only for time-based resets", () => {
     expect(resetTimestamp({ kind: "to-datetime", text: "x", timestampMs: 123 }, 0)).toBe(123);
     expect(resetTimestamp({ kind: "by-duration", text: "PT1S", durationMs: 1000n }, 5000)).toBe(4000);

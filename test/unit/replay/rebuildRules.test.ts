@@ -1,6 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { groupActiveMessage } from "../../../src/replay/groupActivity.js";
-import { auditOffsets, historyRefusal, type RebuildPartition } from "../../../src/replay/rebuild.js";
+import {
+  auditOffsets,
+  historyRefusal,
+  isCompacted,
+  type RebuildPartition,
+} from "../../../src/replay/rebuild.js";
 
 function partition(over: Partial<RebuildPartition> = {}): RebuildPartition {
   return {
@@ -19,7 +24,10 @@ function partition(over: Partial<RebuildPartition> = {}): RebuildPartition {
 describe("historyRefusal", () => {
   it("allows a rebuild when every log starts at 0", () => {
     expect(
-      historyRefusal({ projection: "ledger", partitions: [partition()], missingTopics: [] }, false),
+      historyRefusal(
+        { projection: "ledger", partitions: [partition()], missingTopics: [], compactedTopics: [] },
+        false,
+      ),
     ).toBeUndefined();
   });
 
@@ -28,6 +36,7 @@ describe("historyRefusal", () => {
       projection: "ledger",
       partitions: [partition(), partition({ partition: 1, logStartOffset: "9007199254740993" })],
       missingTopics: [],
+      compactedTopics: [],
     };
     const refusal = historyRefusal(plan, false);
     expect(refusal?.reason).toBe("HISTORY_DELETED");
@@ -39,8 +48,40 @@ describe("historyRefusal", () => {
   });
 
   it("refuses when a topic with checkpoints is gone", () => {
-    const refusal = historyRefusal({ projection: "ledger", partitions: [], missingTopics: ["old"] }, false);
+    const refusal = historyRefusal(
+      { projection: "ledger", partitions: [], missingTopics: ["old"], compactedTopics: [] },
+      false,
+    );
     expect(refusal?.message).toContain("topic old has checkpoints but no longer exists");
+  });
+});
+
+describe("historyRefusal of compacted topics", () => {
+  it("refuses a topic whose cleanup.policy compacts, naming it, unless forced", () => {
+    const plan = {
+      projection: "ledger",
+      partitions: [partition()],
+      missingTopics: [],
+      compactedTopics: [{ topic: "accounts", cleanupPolicy: "compact,delete" }],
+    };
+    const refusal = historyRefusal(plan, false);
+    expect(refusal?.reason).toBe("HISTORY_COMPACTED");
+    expect(refusal?.message).toContain(
+      "topic accounts has cleanup.policy=compact,delete: compaction keeps only the latest record per key",
+    );
+    expect(historyRefusal(plan, true)).toBeUndefined();
+    const alsoDeleted = { ...plan, partitions: [partition({ logStartOffset: "5" })] };
+    expect(historyRefusal(alsoDeleted, false)?.reason).toBe("HISTORY_DELETED");
+  });
+
+  it("reads compact in any cleanup.policy list", () => {
+    expect(["compact", "compact,delete", "delete, compact", "COMPACT"].map(isCompacted)).toEqual([
+      true,
+      true,
+      true,
+      true,
+    ]);
+    expect(["delete", ""].map(isCompacted)).toEqual([false, false]);
   });
 });
 

@@ -1,0 +1,3 @@
+-- A dead letter whose record a rebuild handed back to the consumer is resolved as superseded (docs/design.md "Dead letters and rebuilds").
+ALTER TABLE "replayable"."dead_letters" DROP CONSTRAINT "dead_letters_resolution_check";--> statement-breakpoint
+ALTER TABLE "replayable"."dead_letters" ADD CONSTRAINT "dead_letters_resolution_check" CHECK (("replayable"."dead_letters"."resolved_at" IS NULL AND "replayable"."dead_letters"."resolution" IS NULL) OR ("replayable"."dead_letters"."resolved_at" IS NOT NULL AND "replayable"."dead_letters"."resolution" IN ('applied', 'duplicate', 'discarded', 'superseded')));
