@@ -582,7 +582,6 @@ export class ConsumerService {
     control: BatchControl,
     log: Logger,
   ): Promise<BatchResult | undefined> {
-    const { config } = this.options;
     const key = `${batch.topic}/${batch.partition}`;
     let highWatermark = batch.highWatermark;
     let recheckedHighWatermark = false;

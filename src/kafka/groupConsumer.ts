@@ -399,7 +399,7 @@ export class GroupConsumer {
       return Promise.resolve();
     const { topic, partition, messages } = batch;
     const generation = this.generation;
-    this.committer = { generation, commit: payload.commitOffsetsIfNecessary };
+    this.committer = { generation, commit: (offsets) => payload.commitOffsetsIfNecessary(offsets) };
     // The end of the fetch, transaction markers and aborted records included (KafkaJS maps the
     // last record's offset to it in resolveOffset, and so does this).
     const throughOffset = batch.lastOffset();

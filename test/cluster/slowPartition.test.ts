@@ -10,12 +10,13 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { Partitioners } from "kafkajs";
-import { loadConfig } from "../../../src/config.js";
-import { ConsumerService } from "../../../src/engine/consumerService.js";
-import { createLogger } from "../../../src/logger.js";
-import type { Projection } from "../../../src/projection.js";
-import { metricOf } from "../../helpers/inProcess.js";
-import { BROKERS, testKafka, uniqueName, useStack, waitFor, waitForCaughtUp } from "../../helpers/stack.js";
+import { loadConfig } from "../../src/config.js";
+import { ConsumerService } from "../../src/engine/consumerService.js";
+import { createLogger } from "../../src/logger.js";
+import type { Projection } from "../../src/projection.js";
+import { metricOf } from "../helpers/inProcess.js";
+import { BROKERS, testKafka, uniqueName, useStack, waitFor, waitForCaughtUp } from "../helpers/stack.js";
+import { createReplicatedTopic } from "../helpers/cluster.js";
 
 const stack = useStack();
 
@@ -57,7 +58,7 @@ describe("one slow or failing partition beside healthy ones", () => {
   it("a partition blocked on a row lock, then failing with 40001, never stops the others from committing", async () => {
     const topic = uniqueName("slow-part");
     const group = uniqueName("g");
-    await stack.admin.createTopic(topic, PARTITIONS);
+    await createReplicatedTopic(topic, PARTITIONS);
     await stack.db.pool.query(`
       CREATE TABLE public.applied (p int, o bigint, v text, PRIMARY KEY (p, o));
       CREATE TABLE public.gate (id int PRIMARY KEY, failing boolean NOT NULL);

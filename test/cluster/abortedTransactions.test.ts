@@ -7,14 +7,15 @@
  * patches/kafkajs+2.2.4+001+aborted-transactions.patch (see patches/README.md).
  */
 import { describe, expect, it, onTestFinished } from "vitest";
-import { loadConfig } from "../../../src/config.js";
-import { ConsumerService } from "../../../src/engine/consumerService.js";
-import { createLogger } from "../../../src/logger.js";
-import type { Projection } from "../../../src/projection.js";
-import { metricOf } from "../../helpers/inProcess.js";
-import { highWatermarkOf, readToEnd } from "../../helpers/readToEnd.js";
-import { BROKERS, uniqueName, useStack, waitForCaughtUp } from "../../helpers/stack.js";
-import { transactionalProducer, type TransactionalProducer } from "../../helpers/transactional.js";
+import { loadConfig } from "../../src/config.js";
+import { ConsumerService } from "../../src/engine/consumerService.js";
+import { createLogger } from "../../src/logger.js";
+import type { Projection } from "../../src/projection.js";
+import { metricOf } from "../helpers/inProcess.js";
+import { highWatermarkOf, readToEnd } from "../helpers/readToEnd.js";
+import { BROKERS, uniqueName, useStack, waitForCaughtUp } from "../helpers/stack.js";
+import { transactionalProducer, type TransactionalProducer } from "../helpers/transactional.js";
+import { createReplicatedTopic } from "../helpers/cluster.js";
 
 const stack = useStack();
 
@@ -86,7 +87,7 @@ describe("aborted transactions", () => {
   it("applies only committed records when two producers' aborted transactions interleave on one partition", async () => {
     const topic = uniqueName("txn");
     const group = uniqueName("g");
-    await stack.admin.createTopic(topic, 1);
+    await createReplicatedTopic(topic, 1);
     await stack.db.pool.query("CREATE TABLE public.applied (o bigint PRIMARY KEY, v text NOT NULL)");
     const a = await transactionalProducer();
     const b = await transactionalProducer();
@@ -126,7 +127,7 @@ describe("aborted transactions", () => {
 
   it("KafkaJS itself (readUncommitted false) delivers only the committed records, to the end of the log", async () => {
     const topic = uniqueName("txn-raw");
-    await stack.admin.createTopic(topic, 1);
+    await createReplicatedTopic(topic, 1);
     const a = await transactionalProducer();
     const b = await transactionalProducer();
     let committed: string[];

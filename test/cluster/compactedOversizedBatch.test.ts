@@ -8,11 +8,12 @@
  * patches/kafkajs+2.2.4+002+compacted-empty-batch.patch (see patches/README.md).
  */
 import { expect, it } from "vitest";
-import { produceRecords } from "../../../src/kafka/producer.js";
-import type { Projection } from "../../../src/projection.js";
-import { metricOf, runUntilCaughtUp } from "../../helpers/inProcess.js";
-import { highWatermarkOf, readToEnd } from "../../helpers/readToEnd.js";
-import { testKafka, uniqueName, useStack, waitFor } from "../../helpers/stack.js";
+import { produceRecords } from "../../src/kafka/producer.js";
+import type { Projection } from "../../src/projection.js";
+import { metricOf, runUntilCaughtUp } from "../helpers/inProcess.js";
+import { highWatermarkOf, readToEnd } from "../helpers/readToEnd.js";
+import { testKafka, uniqueName, useStack, waitFor } from "../helpers/stack.js";
+import { createReplicatedTopic } from "../helpers/cluster.js";
 
 const stack = useStack();
 
@@ -41,12 +42,14 @@ it("reaches lag 0 on a compacted topic whose empty batch is followed by a batch 
   const topic = uniqueName("compacted");
   const group = uniqueName("g");
   // Segments roll on the first append 200 ms after a segment began; the cleaner takes any dirt.
-  await stack.admin.createTopic(topic, 1, {
-    "cleanup.policy": "compact",
-    "segment.ms": "200",
-    "min.cleanable.dirty.ratio": "0.01",
-    "min.compaction.lag.ms": "0",
-    "delete.retention.ms": "100",
+  await createReplicatedTopic(topic, 1, {
+    config: {
+      "cleanup.policy": "compact",
+      "segment.ms": "200",
+      "min.cleanable.dirty.ratio": "0.01",
+      "min.compaction.lag.ms": "0",
+      "delete.retention.ms": "100",
+    },
   });
   await stack.db.pool.query("CREATE TABLE public.kv (k text PRIMARY KEY, v text NOT NULL)");
 

@@ -8,19 +8,20 @@
  * replay dry run agree on 0.
  */
 import { expect, it, onTestFailed, onTestFinished } from "vitest";
-import { generateLedgerStream } from "../../../src/projections/ledger/generate.js";
-import { ledgerChecksumOf } from "../../helpers/ledger.js";
-import { scrapeMetric, startCli } from "../../helpers/process.js";
-import { cliJson, runArgs } from "../../helpers/replay.js";
-import { uniqueName, useStack, waitFor, waitForCaughtUp } from "../../helpers/stack.js";
-import { transactionalProducer } from "../../helpers/transactional.js";
+import { generateLedgerStream } from "../../src/projections/ledger/generate.js";
+import { ledgerChecksumOf } from "../helpers/ledger.js";
+import { scrapeMetric, startCli } from "../helpers/process.js";
+import { cliJson, runArgs } from "../helpers/replay.js";
+import { uniqueName, useStack, waitFor, waitForCaughtUp } from "../helpers/stack.js";
+import { transactionalProducer } from "../helpers/transactional.js";
+import { createReplicatedTopic } from "../helpers/cluster.js";
 
 const stack = useStack();
 
 it("a transactional topic ending with aborted transactions: committed offset and checkpoint reach the high watermark, lag 0 in status, /metrics and the replay dry run", async () => {
   const topic = uniqueName("txn-lag");
   const group = uniqueName("g");
-  await stack.admin.createTopic(topic, 1);
+  await createReplicatedTopic(topic, 1);
   const stream = generateLedgerStream({ count: 30, duplicateRate: 0, seed: 11 });
   const records = stream.records.map((r) => ({ key: r.key, value: r.value, headers: r.headers }));
   const garbage = (n: number) => [{ key: "x", value: `aborted-${n}` }];
