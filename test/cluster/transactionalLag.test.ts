@@ -7,10 +7,10 @@
  * now commits and checkpoints through the end of each fetch, and `status`, the lag gauge and the
  * replay dry run agree on 0.
  */
-import { expect, it, onTestFailed, onTestFinished } from "vitest";
+import { expect, it, onTestFinished } from "vitest";
 import { generateLedgerStream } from "../../src/projections/ledger/generate.js";
 import { ledgerChecksumOf } from "../helpers/ledger.js";
-import { scrapeMetric, startCli } from "../helpers/process.js";
+import { scrapeMetric, startCliInTest } from "../helpers/process.js";
 import { cliJson, runArgs } from "../helpers/replay.js";
 import { uniqueName, useStack, waitFor, waitForCaughtUp } from "../helpers/stack.js";
 import { transactionalProducer } from "../helpers/transactional.js";
@@ -49,14 +49,7 @@ it("a transactional topic ending with aborted transactions: committed offset and
   await b.abort();
   await a.abort();
 
-  const cli = startCli(runArgs(stack.db.url, topic, group), { REPLAYABLE_LAG_REFRESH_MS: "500" });
-  onTestFailed(() => {
-    process.stderr.write(`--- consumer stderr ---\n${cli.stderr().split("\n").slice(-30).join("\n")}\n`);
-  });
-  onTestFinished(async () => {
-    cli.child.kill("SIGTERM");
-    await cli.exited;
-  });
+  const cli = startCliInTest(runArgs(stack.db.url, topic, group), { REPLAYABLE_LAG_REFRESH_MS: "500" });
   const port = await cli.metricsPort();
   // The committed offset reaches the high watermark (markers and aborted records included).
   await waitForCaughtUp(stack.admin, group, topic, 60_000);

@@ -1,6 +1,7 @@
 /** Running the CLI in a subprocess, as a user does: exit codes, stdout, stderr and /metrics. */
 import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
+import { onTestFailed, onTestFinished } from "vitest";
 import { waitFor } from "./stack.js";
 
 /** A running CLI process with its collected output. */
@@ -61,6 +62,24 @@ export function startCli(args: readonly string[], env: Record<string, string> = 
       if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
     },
   };
+}
+
+/**
+ * {@link startCli} for one test: its last stderr lines are printed if the test fails, and it is
+ * stopped with SIGTERM (and awaited) when the test finishes.
+ */
+export function startCliInTest(args: readonly string[], env: Record<string, string> = {}): CliProcess {
+  const cli = startCli(args, env);
+  onTestFailed(() => {
+    process.stderr.write(
+      `--- replayable ${args[0] ?? ""} stderr (last lines) ---\n${cli.stderr().split("\n").slice(-30).join("\n")}\n`,
+    );
+  });
+  onTestFinished(async () => {
+    if (cli.child.exitCode === null && cli.child.signalCode === null) cli.child.kill("SIGTERM");
+    await cli.exited;
+  });
+  return cli;
 }
 
 /** Runs `replayable <args>` to completion. */

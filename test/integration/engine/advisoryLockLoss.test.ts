@@ -4,9 +4,10 @@
  * so one outage (PostgreSQL restarting, sessions terminated one after another) filled the log.
  * It now warns once per outage; the lock is taken again each time.
  */
-import { expect, it, onTestFailed, onTestFinished } from "vitest";
+import { expect, it } from "vitest";
 import { produceLedger } from "../../helpers/ledger.js";
-import { startCli } from "../../helpers/process.js";
+import { startCliInTest } from "../../helpers/process.js";
+import { runArgs } from "../../helpers/replay.js";
 import { uniqueName, useStack, waitFor, waitForCaughtUp } from "../../helpers/stack.js";
 
 const stack = useStack();
@@ -24,25 +25,7 @@ it("losing the advisory-lock session three times in one outage logs one warning,
   const topic = uniqueName("lock-loss");
   const group = uniqueName("g");
   await produceLedger(stack.admin, topic, { count: 20, partitions: 1, seed: 3 });
-  const cli = startCli([
-    "run",
-    "--projection",
-    "ledger",
-    "--topic",
-    topic,
-    "--group",
-    group,
-    "--database-url",
-    stack.db.url,
-    "--no-migrate",
-  ]);
-  onTestFailed(() => {
-    process.stderr.write(`--- consumer stderr ---\n${cli.stderr().split("\n").slice(-30).join("\n")}\n`);
-  });
-  onTestFinished(async () => {
-    cli.child.kill("SIGTERM");
-    await cli.exited;
-  });
+  const cli = startCliInTest(runArgs(stack.db.url, topic, group));
   await waitForCaughtUp(stack.admin, group, topic);
   for (let i = 1; i <= 3; i++) {
     const pid = await waitFor("the advisory-lock session", lockSession);

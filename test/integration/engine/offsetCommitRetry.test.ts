@@ -4,9 +4,10 @@
  * never reached 0, and a re-read of the whole batch by the next owner). It is retried in the
  * background until it succeeds or the group rebalances.
  */
-import { expect, it, onTestFailed, onTestFinished } from "vitest";
+import { expect, it } from "vitest";
 import { ledgerChecksumOf, produceLedger } from "../../helpers/ledger.js";
-import { scrapeMetric, startCli } from "../../helpers/process.js";
+import { scrapeMetric, startCliInTest } from "../../helpers/process.js";
+import { runArgs } from "../../helpers/replay.js";
 import { uniqueName, useStack, waitForCaughtUp } from "../../helpers/stack.js";
 
 const stack = useStack();
@@ -21,27 +22,8 @@ it("an offset commit that failed is retried while the partition is idle: the com
     duplicateRate: 0,
   });
   // The first three commit attempts fail: the batch's commit gives up in place ("failed").
-  const cli = startCli(
-    [
-      "run",
-      "--projection",
-      "ledger",
-      "--topic",
-      topic,
-      "--group",
-      group,
-      "--database-url",
-      stack.db.url,
-      "--no-migrate",
-    ],
-    { REPLAYABLE_FAILPOINTS: "offset-commit=throw@1-3" },
-  );
-  onTestFailed(() => {
-    process.stderr.write(`--- consumer stderr ---\n${cli.stderr().split("\n").slice(-30).join("\n")}\n`);
-  });
-  onTestFinished(async () => {
-    cli.child.kill("SIGTERM");
-    await cli.exited;
+  const cli = startCliInTest(runArgs(stack.db.url, topic, group), {
+    REPLAYABLE_FAILPOINTS: "offset-commit=throw@1-3",
   });
   const port = await cli.metricsPort();
   await cli.waitForStderr('"msg":"offset commit failed"');
