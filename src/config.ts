@@ -117,6 +117,9 @@ const schema = z.object({
   REPLAYABLE_RETRY_INITIAL_MS: intFrom(1, 600_000, "ms").default(200),
   REPLAYABLE_RETRY_MAX_MS: intFrom(1, 3_600_000, "ms").default(30_000),
   REPLAYABLE_DB_POOL_SIZE: intFrom(1, 1000, "connections").default(10),
+  // A transaction waits at most this long for a row lock (PostgreSQL lock_timeout), then is retried
+  // with back-off outside the transaction slots, so a lock held elsewhere cannot take every slot.
+  REPLAYABLE_LOCK_TIMEOUT_MS: intFrom(0, 3_600_000, "ms").default(5000),
   REPLAYABLE_METRICS_HOST: z.string().min(1).default("127.0.0.1"),
   REPLAYABLE_METRICS_PORT: intFrom(0, 65535, "").default(9464),
   REPLAYABLE_PROGRESS_INTERVAL_MS: intFrom(0, 3_600_000, "ms").default(10_000),
@@ -159,6 +162,11 @@ export interface Config {
   readonly retryInitialMs: number;
   readonly retryMaxMs: number;
   readonly dbPoolSize: number;
+  /**
+   * PostgreSQL `lock_timeout` of every applying transaction, ms (0: wait forever). A lock wait past
+   * it fails with 55P03 and the transaction is retried with back-off, holding no transaction slot.
+   */
+  readonly lockTimeoutMs: number;
   readonly metrics: { readonly host: string; readonly port: number };
   /** How often `run` logs its rate and remaining lag, ms; 0 turns the progress line off. */
   readonly progressIntervalMs: number;
@@ -246,6 +254,7 @@ export function loadConfig(
     retryInitialMs: c.REPLAYABLE_RETRY_INITIAL_MS,
     retryMaxMs: c.REPLAYABLE_RETRY_MAX_MS,
     dbPoolSize: c.REPLAYABLE_DB_POOL_SIZE,
+    lockTimeoutMs: c.REPLAYABLE_LOCK_TIMEOUT_MS,
     metrics: Object.freeze({ host: c.REPLAYABLE_METRICS_HOST, port: c.REPLAYABLE_METRICS_PORT }),
     progressIntervalMs: c.REPLAYABLE_PROGRESS_INTERVAL_MS,
     lagRefreshMs: c.REPLAYABLE_LAG_REFRESH_MS,

@@ -76,14 +76,21 @@ export function errorMessage(error: unknown): string {
 export type PgFailureKind = "transient" | "permanent" | "fault";
 
 /** The retry reasons counted by `replayable_transaction_retries_total{reason}`. */
-export type RetryReason = "serialization_failure" | "deadlock" | "connection" | "unavailable" | "other";
+export type RetryReason =
+  | "serialization_failure"
+  | "deadlock"
+  | "lock_timeout"
+  | "connection"
+  | "unavailable"
+  | "other";
 
 /**
  * Classifies a PostgreSQL (or node-postgres) error by SQLSTATE, after
  * PostgreSQL's "Appendix A. PostgreSQL Error Codes". The error may be wrapped (drizzle-orm's
  * `DrizzleQueryError` keeps the node-postgres error as `cause`): the cause chain is searched.
  * - transient (abort the transaction and retry it): `40001` serialization_failure,
- *   `40P01` deadlock_detected, class `08` connection exception, `57P01`..`57P03`
+ *   `40P01` deadlock_detected, `55P03` lock_not_available (REPLAYABLE_LOCK_TIMEOUT_MS ran out),
+ *   class `08` connection exception, `57P01`..`57P03`
  *   admin shutdown / cannot connect now, class `53` insufficient resources, and
  *   socket errors (ECONNRESET, ECONNREFUSED, a pool timeout) without a SQLSTATE;
  * - permanent (the record's data is the problem: dead-letter it): class `22` data
@@ -95,6 +102,7 @@ export function classifyPgError(error: unknown): { kind: PgFailureKind; reason: 
   const code = sqlState(error);
   if (code === "40001") return { kind: "transient", reason: "serialization_failure" };
   if (code === "40P01") return { kind: "transient", reason: "deadlock" };
+  if (code === "55P03") return { kind: "transient", reason: "lock_timeout" };
   if (code?.startsWith("08") || code === "57P01" || code === "57P02" || code === "57P03")
     return { kind: "transient", reason: "connection" };
   if (code?.startsWith("53")) return { kind: "transient", reason: "unavailable" };

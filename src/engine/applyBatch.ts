@@ -57,6 +57,11 @@ export interface ApplyBatchInput<T> {
   readonly throughOffset?: string;
   /** Partition high watermark when fetched; a checkpoint above it means the log was recreated or truncated. */
   readonly highWatermark?: string;
+  /**
+   * PostgreSQL `lock_timeout` for this transaction, ms; 0 or absent: the server's setting. A lock
+   * wait past it fails with 55P03 (lock_not_available), a transient error the caller retries.
+   */
+  readonly lockTimeoutMs?: number;
   /** Records above this size (key + value + headers, bytes) are dead-lettered. */
   readonly maxRecordBytes: number;
   readonly log: Logger;
@@ -78,7 +83,15 @@ export async function applyBatch<T>(input: ApplyBatchInput<T>): Promise<BatchRes
     throw new RangeError(
       `applyBatch: throughOffset ${last} is below the last record's offset ${lastRecord.offset}`,
     );
-  await client.query("BEGIN ISOLATION LEVEL READ COMMITTED");
+  const lockTimeoutMs = input.lockTimeoutMs ?? 0;
+  if (!Number.isSafeInteger(lockTimeoutMs) || lockTimeoutMs < 0)
+    throw new RangeError(`applyBatch: lockTimeoutMs must be a non-negative integer, got ${lockTimeoutMs}`);
+  // One round trip: SET LOCAL lasts until COMMIT or ROLLBACK (PostgreSQL docs, "SET").
+  await client.query(
+    lockTimeoutMs > 0
+      ? `BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL lock_timeout = ${lockTimeoutMs}`
+      : "BEGIN ISOLATION LEVEL READ COMMITTED",
+  );
   try {
     const result = await inTransaction(input, last);
     await failpoint("before-db-commit");

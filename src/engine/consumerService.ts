@@ -649,6 +649,7 @@ export class ConsumerService {
         records: chunk.records ?? batch.records,
         throughOffset: chunk.throughOffset,
         highWatermark,
+        lockTimeoutMs: config.lockTimeoutMs,
         maxRecordBytes: config.maxRecordBytes,
         log,
       });

@@ -510,12 +510,13 @@ export class GroupConsumer {
     nextOffset: string,
     generation: number,
   ): Promise<CommitResult> {
-    if (generation !== this.generation) return "skipped_rebalanced";
     // Not consumer.commitOffsets() where avoidable: KafkaJS skips that silently once stop() began,
     // which would lose the commit of the batch a graceful stop lets finish.
     const offsets = { topics: [{ topic, partitions: [{ partition, offset: nextOffset }] }] };
     try {
       await failpoint("offset-commit");
+      // Checked right before the request is built, with no await in between.
+      if (generation !== this.generation) return "skipped_rebalanced";
       const committer = this.committer;
       if (committer !== undefined && committer.generation === generation) await committer.commit(offsets);
       else await this.consumer.commitOffsets([{ topic, partition, offset: nextOffset }]);

@@ -153,6 +153,7 @@ export function createMetrics(options: { registry?: Registry; processMetrics?: b
 const RETRY_REASONS: readonly RetryReason[] = [
   "serialization_failure",
   "deadlock",
+  "lock_timeout",
   "connection",
   "unavailable",
   "other",
