@@ -28,7 +28,7 @@ import { startHttpServer, type HttpServer, type Readiness } from "../metrics/ser
 import { nextOffset, offsetDistance } from "../offsets.js";
 import type { Projection } from "../projection.js";
 import type { KafkaRecord } from "../record.js";
-import { projectionLock, tryAdvisoryLock } from "../sql/advisoryLocks.js";
+import { advisoryUnlock, projectionLock, tryAdvisoryLock } from "../sql/advisoryLocks.js";
 import { markDeadLettersPublished } from "../sql/markDeadLettersPublished.js";
 import { readCheckpoints } from "../sql/readCheckpoints.js";
 import { applyBatch, type BatchResult } from "./applyBatch.js";
@@ -292,8 +292,16 @@ export class ConsumerService {
       await this.admin
         ?.then((admin) => admin.close())
         .catch((error: unknown) => log.warn({ err: error }, "admin client close failed"));
-      this.lockClient?.release();
-      this.lockClient = undefined;
+      if (this.lockClient !== undefined) {
+        // Unlocked explicitly: PostgreSQL drops a session lock only when the backend exits, a moment
+        // after the socket closes, and a `replay --execute` or `rebuild` right after the stop would
+        // still find it held (regression test stopReleasesLock).
+        await advisoryUnlock(this.lockClient, projectionLock(this.options.projection.name), true).catch(
+          () => undefined,
+        );
+        this.lockClient.release();
+        this.lockClient = undefined;
+      }
       await this.probePool.end().catch(() => undefined);
       await this.lockPool.end().catch(() => undefined);
       await this.pool.end().catch((error: unknown) => log.warn({ err: error }, "pool end failed"));

@@ -24,9 +24,14 @@ export async function advisoryLock(client: pg.ClientBase, key: AdvisoryLockKey):
   await client.query("SELECT pg_advisory_lock($1, hashtext($2))", [NAMESPACE, key.name]);
 }
 
-/** Releases the exclusive lock on `key`. */
-export async function advisoryUnlock(client: pg.ClientBase, key: AdvisoryLockKey): Promise<void> {
-  await client.query("SELECT pg_advisory_unlock($1, hashtext($2))", [NAMESPACE, key.name]);
+/** Releases the exclusive lock on `key` (the shared one with `shared`). */
+export async function advisoryUnlock(
+  client: pg.ClientBase,
+  key: AdvisoryLockKey,
+  shared = false,
+): Promise<void> {
+  const fn = shared ? "pg_advisory_unlock_shared" : "pg_advisory_unlock";
+  await client.query(`SELECT ${fn}($1, hashtext($2))`, [NAMESPACE, key.name]);
 }
 
 /** Tries the lock without waiting: true when taken. `shared` takes the shared form (many holders). */
