@@ -187,7 +187,7 @@ describe("upsert sink, upsert mode", () => {
       { ...upsertProjection(spec), applyBatch: undefined },
     ].entries()) {
       const db = i === 0 ? stack.db : await withTable(DDL, true);
-      const run = await runAndReplay(db, projection as Projection<unknown>, topic, all.length, "offset");
+      const run = await runAndReplay(db, projection, topic, all.length, "offset");
       if (i === 0) {
         const rows = await db.pool.query<Row>(
           `SELECT id::text, name, balance::text AS balance,
@@ -298,7 +298,7 @@ describe("upsert sink, insert mode", () => {
       { ...upsertProjection(spec), applyBatch: undefined },
     ].entries()) {
       const db = i === 0 ? stack.db : await withTable(DDL, true);
-      const run = await runAndReplay(db, projection as Projection<unknown>, topic, all.length, "event_id");
+      const run = await runAndReplay(db, projection, topic, all.length, "event_id");
       if (i === 0) {
         const rows = await db.pool.query<{ key: string; amount: string }>(
           `SELECT json_build_object('tenant', tenant, 'id', id)::text AS key, amount::text FROM sink.orders`,

@@ -69,7 +69,7 @@ describe("validateUpsertProjection", () => {
         path: "columns.opened",
         message: expect.stringMatching(
           /^declared type boolean cannot be stored in column opened of type date \(/,
-        ),
+        ) as string,
       },
       {
         path: "columns.nmae",
@@ -114,11 +114,13 @@ describe("validateUpsertProjection", () => {
     expect(await validate({ table: "sink.acounts" })).toEqual([
       {
         path: "table",
-        message: expect.stringContaining("table sink.acounts does not exist; create it in a migration"),
+        message: expect.stringContaining(
+          "table sink.acounts does not exist; create it in a migration",
+        ) as string,
       },
     ]);
     expect(await validate({ table: "snk.accounts" })).toEqual([
-      { path: "table", message: expect.stringContaining('schema "snk" does not exist either') },
+      { path: "table", message: expect.stringContaining('schema "snk" does not exist either') as string },
     ]);
     expect(await validate({ table: "sink.people_view" })).toEqual([
       {
@@ -140,7 +142,7 @@ describe("validateUpsertProjection", () => {
         path: "key[1].column",
         message: expect.stringContaining(
           'column "region" does not exist in sink.people; its columns are id, name',
-        ),
+        ) as string,
       },
     ]);
   });
@@ -158,7 +160,7 @@ describe("validateUpsertProjection", () => {
         path: "key.column",
         message: expect.stringContaining(
           "column name of type text with a nondeterministic collation has equal values",
-        ),
+        ) as string,
       },
     ]);
   });

@@ -58,21 +58,24 @@ describe("upsertProjectionSpecSchema", () => {
       batchSize: 5,
     });
     expect(problems).toEqual([
-      { path: "name", message: expect.stringContaining("must be lower case letters") },
+      { path: "name", message: expect.stringContaining("must be lower case letters") as string },
       { path: "topics", message: "must name at least one topic" },
-      { path: "table", message: expect.stringContaining('must be "schema.table" with one dot') },
-      { path: "mode", message: expect.stringContaining('must be "insert"') },
+      { path: "table", message: expect.stringContaining('must be "schema.table" with one dot') as string },
+      { path: "mode", message: expect.stringContaining('must be "insert"') as string },
       {
         path: "key.type",
-        message: expect.stringContaining("use one of text, smallint, integer, bigint, uuid"),
+        message: expect.stringContaining("use one of text, smallint, integer, bigint, uuid") as string,
       },
-      { path: "columns.amount.type", message: expect.stringContaining('"money" is not a declarable type') },
-      { path: "columns.amount", message: expect.stringContaining('unknown field "extra"') },
-      { path: "", message: expect.stringContaining('unknown field "batchSize"') },
-      { path: "key.name", message: expect.stringContaining('is required when from is "field"') },
+      {
+        path: "columns.amount.type",
+        message: expect.stringContaining('"money" is not a declarable type') as string,
+      },
+      { path: "columns.amount", message: expect.stringContaining('unknown field "extra"') as string },
+      { path: "", message: expect.stringContaining('unknown field "batchSize"') as string },
+      { path: "key.name", message: expect.stringContaining('is required when from is "field"') as string },
       { path: "columns.id", message: "is a key column, which the key fills; remove it from columns" },
-      { path: "key.from", message: expect.stringContaining('use "record-key" or "header"') },
-      { path: "dedupe.field", message: expect.stringContaining("a tombstone has no value") },
+      { path: "key.from", message: expect.stringContaining('use "record-key" or "header"') as string },
+      { path: "dedupe.field", message: expect.stringContaining("a tombstone has no value") as string },
     ]);
   });
 
@@ -88,7 +91,10 @@ describe("upsertProjectionSpecSchema", () => {
     expect(problems[0]!.message).toContain("either one value");
     expect(problems[1]!.message).toContain('column "id" is named by two key parts');
     expect(upsertSpecProblems({ ...valid, key: [{ from: "header", column: "id" }] })).toEqual([
-      { path: "key[0].name", message: expect.stringContaining('is required when from is "header"') },
+      {
+        path: "key[0].name",
+        message: expect.stringContaining('is required when from is "header"') as string,
+      },
     ]);
   });
 
@@ -96,9 +102,9 @@ describe("upsertProjectionSpecSchema", () => {
     const { key: _key, ...keyless } = valid;
     expect(upsertSpecProblems({ ...keyless, deleteOnTombstone: true, dedupe: { kind: "event-id" } })).toEqual(
       [
-        { path: "key", message: expect.stringContaining("is required in upsert mode") },
-        { path: "key", message: expect.stringContaining("is required with deleteOnTombstone") },
-        { path: "dedupe", message: expect.stringContaining("exactly one of header") },
+        { path: "key", message: expect.stringContaining("is required in upsert mode") as string },
+        { path: "key", message: expect.stringContaining("is required with deleteOnTombstone") as string },
+        { path: "dedupe", message: expect.stringContaining("exactly one of header") as string },
       ],
     );
   });
