@@ -1,0 +1,183 @@
+/**
+ * Start-up validation of an upsert sink against its table: what can be known before any record is
+ * read is a start-up error, every problem at once, each with the column or field and the fix.
+ * What only a record can show (a bad field) is a dead letter instead (upsertOperation.ts).
+ */
+import pg from "pg";
+import { errorMessage } from "../../errors.js";
+import { readTableShape, type TableColumn, type TableShape } from "../../sql/readTableShape.js";
+import { mappedColumns } from "./upsertOperation.js";
+import type { SpecProblem, UpsertProjectionSpec } from "./upsertProjectionSpec.js";
+import { quotedTable } from "./upsertStatements.js";
+
+// Key column types whose equal values have one text (KEY_TYPES converted as fieldTypes.ts does).
+const EXACT_KEY_COLUMNS: Record<string, readonly string[]> = {
+  text: ["text", "character varying"],
+  uuid: ["uuid", "text", "character varying"],
+  smallint: ["smallint", "integer", "bigint", "numeric"],
+  integer: ["smallint", "integer", "bigint", "numeric"],
+  bigint: ["smallint", "integer", "bigint", "numeric"],
+};
+
+/**
+ * Checks `spec` against its table and returns every problem (empty when none):
+ * - the table exists and is a table (ON CONFLICT and DELETE need one, not a view);
+ * - every key and mapped column exists and is not a generated column;
+ * - the key columns are exactly a primary key or a unique constraint ON CONFLICT can use
+ *   (not partial, not DEFERRABLE; PostgreSQL "INSERT", "ON CONFLICT Clause");
+ * - each declared type has an assignment cast to its column's type, the cast an INSERT applies
+ *   (probed with `EXPLAIN INSERT … SELECT NULL::<type>` in a savepoint; PostgreSQL "Type
+ *   Conversion: Value Storage"); with deleteOnTombstone, each key part compares with its column;
+ * - with deleteOnTombstone, each key column compares exactly as text does (no citext, no
+ *   nondeterministic collation), which the batch ordering relies on (applyUpsertBatch.ts);
+ * - no NOT NULL column without a default is left unmapped (every insert would fail).
+ * Runs in one transaction on `db` and rolls it back; `db` must not be inside a transaction.
+ * Report the problems together with the config's, as CONFIG_INVALID.
+ * @throws the database error when the catalogs cannot be read (e.g. the connection failed).
+ */
+export async function validateUpsertProjection(
+  spec: UpsertProjectionSpec,
+  db: pg.Pool | pg.ClientBase,
+): Promise<SpecProblem[]> {
+  const client = db instanceof pg.Pool ? await db.connect() : db;
+  try {
+    await client.query("BEGIN");
+    try {
+      return await problemsOf(spec, client);
+    } finally {
+      await client.query("ROLLBACK");
+    }
+  } finally {
+    if (db instanceof pg.Pool) (client as pg.PoolClient).release();
+  }
+}
+
+async function problemsOf(spec: UpsertProjectionSpec, client: pg.ClientBase): Promise<SpecProblem[]> {
+  const [schema, table] = spec.table.split(".") as [string, string];
+  const { shape, schemaExists } = await readTableShape(client, schema, table);
+  if (shape === undefined) {
+    const fix = schemaExists
+      ? `create it in a migration, or correct table (names are used exactly as written: quoted, case-sensitive)`
+      : `schema ${JSON.stringify(schema)} does not exist either; create both in a migration, or correct table`;
+    return [{ path: "table", message: `table ${spec.table} does not exist; ${fix}` }];
+  }
+  if (shape.kind !== "r" && shape.kind !== "p") {
+    return [
+      {
+        path: "table",
+        message: `${spec.table} is not a table (pg_class.relkind ${shape.kind}); name the table to write to`,
+      },
+    ];
+  }
+  const problems: SpecProblem[] = [];
+  const add = (path: string, message: string) => problems.push({ path, message });
+  const byName = new Map(shape.columns.map((c) => [c.name, c]));
+  const keyPath = (i: number) => (spec.key.length === 1 ? "key" : `key[${i}]`);
+  const missing = (column: string) =>
+    `column ${JSON.stringify(column)} does not exist in ${spec.table}; its columns are ${shape.columns.map((c) => c.name).join(", ")} (names are case-sensitive)`;
+
+  const targets: { path: string; column: string; type: string; key: boolean }[] = [
+    ...spec.key.map((k, i) => ({ path: `${keyPath(i)}.column`, column: k.column, type: k.type, key: true })),
+    ...mappedColumns(spec).map((c) => ({
+      path: columnPath(c.column),
+      column: c.column,
+      type: c.type,
+      key: false,
+    })),
+  ];
+  for (const target of targets) {
+    const column = byName.get(target.column);
+    if (column === undefined) {
+      add(target.path, missing(target.column));
+      continue;
+    }
+    if (column.generated) {
+      add(target.path, `column ${target.column} is a generated column, which PostgreSQL computes; remove it`);
+      continue;
+    }
+    const rejected = await probe(
+      client,
+      `EXPLAIN INSERT INTO ${quotedTable(spec.table)} (${pg.escapeIdentifier(target.column)}) SELECT NULL::${target.type}`,
+    );
+    if (rejected !== undefined) {
+      add(
+        target.path,
+        `declared type ${target.type} cannot be stored in column ${target.column} of type ${column.type} (${rejected}); declare a type PostgreSQL assigns to ${column.type}, or change the column`,
+      );
+      continue;
+    }
+    if (target.key && spec.deleteOnTombstone) {
+      const notComparable = await probe(
+        client,
+        `EXPLAIN DELETE FROM ${quotedTable(spec.table)} WHERE ${pg.escapeIdentifier(target.column)} = NULL::${target.type}`,
+      );
+      if (notComparable !== undefined) {
+        add(
+          target.path,
+          `declared type ${target.type} cannot be compared with column ${target.column} of type ${column.type} to delete a row (${notComparable}); declare the column's type`,
+        );
+      } else if (!exactKey(target.type, column)) {
+        add(
+          target.path,
+          `column ${target.column} of type ${column.type}${column.deterministic ? "" : " with a nondeterministic collation"} has equal values with different spellings, so a batch could apply a tombstone and a write of one key out of order; use a text, varchar, integer or uuid column with a deterministic collation, or set deleteOnTombstone: false`,
+        );
+      }
+    }
+  }
+
+  if (spec.key.length > 0 && spec.key.every((k) => byName.has(k.column))) {
+    const wanted = new Set(spec.key.map((k) => k.column));
+    const matches = shape.uniqueKeys.some(
+      (cols) => cols.length === wanted.size && cols.every((c) => wanted.has(c)),
+    );
+    if (!matches) {
+      const list = spec.key.map((k) => pg.escapeIdentifier(k.column)).join(", ");
+      const existing =
+        shape.uniqueKeys.length === 0
+          ? "it has none"
+          : `its usable ones are ${shape.uniqueKeys.map((cols) => `(${cols.join(", ")})`).join(", ")}`;
+      add(
+        "key",
+        `the key column${wanted.size > 1 ? "s" : ""} (${[...wanted].join(", ")}) ${wanted.size > 1 ? "are" : "is"} not the primary key or a unique constraint of ${spec.table} (${existing}), which ON CONFLICT and dedupe by key need; add one in a migration (ALTER TABLE ${quotedTable(spec.table)} ADD PRIMARY KEY (${list})), or change key`,
+      );
+    }
+  }
+
+  const written = new Set(targets.map((t) => t.column));
+  for (const column of unfilled(shape, written)) {
+    add(
+      "columns",
+      `column ${column.name} of ${spec.table} is NOT NULL without a default and no field fills it, so every insert would fail; map it in columns or give it a default`,
+    );
+  }
+  return problems;
+}
+
+/** NOT NULL columns without a default that the sink does not write. */
+function unfilled(shape: TableShape, written: ReadonlySet<string>): TableColumn[] {
+  return shape.columns.filter((c) => c.notNull && !c.hasDefault && !c.generated && !written.has(c.name));
+}
+
+function exactKey(type: string, column: TableColumn): boolean {
+  return (EXACT_KEY_COLUMNS[type] ?? []).includes(column.baseType) && column.deterministic;
+}
+
+function columnPath(column: string): string {
+  return /^[A-Za-z_$][\w$]*$/.test(column) ? `columns.${column}` : `columns[${JSON.stringify(column)}]`;
+}
+
+/**
+ * Runs `sql` (an EXPLAIN: planned, never executed) in a savepoint.
+ * @returns PostgreSQL's message when it is refused, undefined when it plans.
+ */
+async function probe(client: pg.ClientBase, sql: string): Promise<string | undefined> {
+  await client.query("SAVEPOINT replayable_probe");
+  try {
+    await client.query(sql);
+    await client.query("RELEASE SAVEPOINT replayable_probe");
+    return undefined;
+  } catch (error) {
+    await client.query("ROLLBACK TO SAVEPOINT replayable_probe");
+    return errorMessage(error);
+  }
+}

@@ -1,0 +1,169 @@
+import { describe, expect, it } from "vitest";
+import { PermanentRecordError } from "../../../src/errors.js";
+import { upsertDecoder } from "../../../src/projections/upsert/upsertOperation.js";
+import {
+  parseUpsertProjectionSpec,
+  type UpsertProjectionDeclaration,
+} from "../../../src/projections/upsert/upsertProjectionSpec.js";
+import type { KafkaRecord } from "../../../src/record.js";
+
+const base: UpsertProjectionDeclaration = {
+  kind: "upsert",
+  name: "t",
+  topics: ["t"],
+  table: "s.t",
+  key: { from: "record-key", column: "id", type: "bigint" },
+  deleteOnTombstone: true,
+  columns: {
+    name: { type: "text" },
+    amount: { type: "numeric" },
+    at: { field: "createdAt", type: "timestamptz" },
+    on: { type: "date" },
+    local: { type: "timestamp" },
+    ok: { type: "boolean" },
+    doc: { type: "jsonb" },
+    ref: { type: "uuid" },
+    n: { type: "integer" },
+  },
+};
+
+function record(key: string | null, value: unknown, headers: Record<string, string> = {}): KafkaRecord {
+  return {
+    topic: "t",
+    partition: 0,
+    offset: "7",
+    timestamp: "0",
+    key: key === null ? null : Buffer.from(key),
+    value: value === null ? null : Buffer.from(typeof value === "string" ? value : JSON.stringify(value)),
+    headers: Object.fromEntries(Object.entries(headers).map(([k, v]) => [k, [Buffer.from(v)]])),
+  };
+}
+
+const decode = (declaration: UpsertProjectionDeclaration = base) =>
+  upsertDecoder(parseUpsertProjectionSpec(declaration));
+
+function failure(fn: () => unknown): string {
+  try {
+    fn();
+  } catch (error) {
+    expect(error).toBeInstanceOf(PermanentRecordError);
+    expect((error as PermanentRecordError).code).toBe("DECODE_FAILED");
+    return (error as Error).message;
+  }
+  throw new Error("expected a PermanentRecordError");
+}
+
+describe("upsertDecoder", () => {
+  it("turns a JSON object into the texts PostgreSQL reads, absent and null fields as NULL", () => {
+    expect(
+      decode()(
+        record("0042", {
+          name: "Ada",
+          amount: 12.5,
+          createdAt: 1767225600000,
+          on: "2024-02-29",
+          local: "2026-01-31 12:00:00.123",
+          ok: false,
+          doc: { a: [1, null] },
+          ref: "123E4567-E89B-12D3-A456-426614174000",
+          n: "-7",
+          ignored: 1,
+        }),
+      ),
+    ).toEqual({
+      kind: "write",
+      key: ["42"],
+      values: [
+        "Ada",
+        "12.5",
+        "2026-01-01T00:00:00.000Z",
+        "2024-02-29",
+        "2026-01-31 12:00:00.123",
+        "false",
+        '{"a":[1,null]}',
+        "123e4567-e89b-12d3-a456-426614174000",
+        "-7",
+      ],
+    });
+    expect(decode()(record("1", { amount: null }))).toEqual({
+      kind: "write",
+      key: ["1"],
+      values: [null, null, null, null, null, null, null, null, null],
+    });
+  });
+
+  it("makes a tombstone a delete of its key, or a dead letter without deleteOnTombstone", () => {
+    expect(decode()(record("9", null))).toEqual({ kind: "delete", key: ["9"] });
+    expect(failure(() => decode({ ...base, deleteOnTombstone: false })(record("9", null)))).toContain(
+      "value is null (a tombstone) and deleteOnTombstone is off",
+    );
+  });
+
+  it("reads key parts from a JSON record key, a header and a value field", () => {
+    const composite = decode({
+      ...base,
+      deleteOnTombstone: false,
+      key: [
+        { from: "record-key", name: "tenant", column: "tenant_id", type: "integer" },
+        { from: "header", name: "region", column: "region" },
+        { from: "field", name: "sku", column: "sku" },
+      ],
+      columns: { name: { type: "text" } },
+    });
+    expect(composite(record('{"tenant": 3}', { sku: "A-1", name: "x" }, { region: "eu" }))).toEqual({
+      kind: "write",
+      key: ["3", "eu", "A-1"],
+      values: ["x"],
+    });
+    expect(failure(() => composite(record('{"tenant": 3}', { sku: "A-1" }, {})))).toBe(
+      'header "region" (key column region, text) is missing',
+    );
+    expect(failure(() => composite(record('{"tenant": 3}', { name: "x" }, { region: "eu" })))).toBe(
+      'key field "sku" (key column sku, text) is missing or null',
+    );
+    expect(failure(() => composite(record("3", { sku: "A-1" }, { region: "eu" })))).toBe(
+      "record key must be a JSON object, got 3",
+    );
+  });
+
+  it("dead-letters a record whose key is missing or not of its type, naming the key", () => {
+    expect(failure(() => decode()(record(null, { name: "x" })))).toBe(
+      "the record has no key (null); key column id comes from the record key",
+    );
+    expect(failure(() => decode()(record("12ab", { name: "x" })))).toBe(
+      'the record key (key column id, bigint) must be a whole number from -9223372036854775808 to 9223372036854775807, got "12ab"',
+    );
+  });
+
+  it("dead-letters a field that is not castable to its type, naming the field and its column", () => {
+    const cases: [Record<string, unknown>, string][] = [
+      [{ name: 5 }, 'field "name" (column name, text) must be a JSON string, got 5'],
+      [{ amount: "12,5" }, 'field "amount" (column amount, numeric) must be a JSON number, or a string'],
+      [
+        { createdAt: "2026-01-31T12:00:00" },
+        'field "createdAt" (column at, timestamptz) must be an ISO-8601 date-time with a UTC offset',
+      ],
+      [{ on: "2026-02-30" }, 'field "on" (column on, date) must be an ISO-8601 date string'],
+      [
+        { local: "2026-01-31T12:00:00Z" },
+        'field "local" (column local, timestamp) must be an ISO-8601 date-time string without an offset',
+      ],
+      [{ ok: "yes" }, 'field "ok" (column ok, boolean) must be true or false, got "yes"'],
+      [{ ref: "not-a-uuid" }, 'field "ref" (column ref, uuid) must be a UUID string'],
+      [{ n: 2 ** 31 }, 'field "n" (column n, integer) must be a whole number from -2147483648 to 2147483647'],
+      [{ n: 1.5 }, 'field "n" (column n, integer) must be a whole number'],
+      [{ name: "\ud800" }, 'field "name" (column name, text) must be text PostgreSQL can store'],
+    ];
+    for (const [value, message] of cases)
+      expect(failure(() => decode()(record("1", value)))).toContain(message);
+  });
+
+  it("dead-letters a value that is not a UTF-8 JSON object, and a missing required field", () => {
+    expect(failure(() => decode()(record("1", "[1]")))).toBe("value must be a JSON object, got [1]");
+    expect(failure(() => decode()(record("1", "{")))).toMatch(/^value is not JSON: /);
+    const required = decode({ ...base, columns: { name: { type: "text", required: true } } });
+    expect(failure(() => required(record("1", { name: null })))).toBe(
+      'field "name" (column name) is missing or null',
+    );
+  });
+});
