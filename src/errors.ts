@@ -77,12 +77,7 @@ export type PgFailureKind = "transient" | "permanent" | "fault";
 
 /** The retry reasons counted by `replayable_transaction_retries_total{reason}`. */
 export type RetryReason =
-  | "serialization_failure"
-  | "deadlock"
-  | "lock_timeout"
-  | "connection"
-  | "unavailable"
-  | "other";
+  "serialization_failure" | "deadlock" | "lock_timeout" | "connection" | "unavailable" | "other";
 
 /**
  * Classifies a PostgreSQL (or node-postgres) error by SQLSTATE, after
