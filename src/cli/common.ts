@@ -83,7 +83,9 @@ export async function configFrom(
   let configured: readonly RegisteredProjection[] = [];
   let configFile: string | undefined;
   if (location.kind === "missing") {
-    problems.push(`  ${location.setting}=${location.path}: no such file; give the path of a replayable.config.ts`);
+    problems.push(
+      `  ${location.setting}=${location.path}: no such file; give the path of a replayable.config.ts`,
+    );
   } else if (location.kind === "found") {
     configFile = location.path;
     const loaded = await importConfigFile(location.path);
@@ -182,7 +184,9 @@ export async function missingTableProblems(
         projection.migrationsFolder === undefined
           ? "create it, e.g. with a migrations folder (defineProjection({ migrations })) applied by `replayable migrate`"
           : `its migrations (${projection.migrationsFolder}) do not create it; add a migration that does and run \`replayable migrate\` again`;
-      problems.push(`  ${label}: projection ${projection.name}: table ${table} does not exist in the database; ${fix}`);
+      problems.push(
+        `  ${label}: projection ${projection.name}: table ${table} does not exist in the database; ${fix}`,
+      );
     }
   }
   return problems;

@@ -33,7 +33,9 @@ export function findConfigFile(
   if (named !== undefined) {
     const path = isAbsolute(named) ? named : resolve(cwd, named);
     const setting = flag !== undefined ? "--config" : "REPLAYABLE_CONFIG";
-    return existsSync(path) && statSync(path).isFile() ? { kind: "found", path } : { kind: "missing", path, setting };
+    return existsSync(path) && statSync(path).isFile()
+      ? { kind: "found", path }
+      : { kind: "missing", path, setting };
   }
   for (const name of CONFIG_FILE_NAMES) {
     const path = join(cwd, name);

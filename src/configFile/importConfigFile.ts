@@ -20,7 +20,9 @@ function packageEntry(): string {
 /** The file's default export, or the reason it could not be loaded (a syntax error, a failing import). */
 export async function importConfigFile(
   path: string,
-): Promise<{ readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly problem: string }> {
+): Promise<
+  { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly problem: string }
+> {
   const jiti = createJiti(import.meta.url, {
     alias: { replayable: packageEntry() },
     moduleCache: false,
@@ -28,8 +30,16 @@ export async function importConfigFile(
   });
   try {
     const module = await jiti.import<Record<string, unknown>>(path);
-    if (module === null || typeof module !== "object" || !("default" in module) || module.default === undefined)
-      return { ok: false, problem: "has no default export; end it with `export default defineConfig({ ... })`" };
+    if (
+      module === null ||
+      typeof module !== "object" ||
+      !("default" in module) ||
+      module.default === undefined
+    )
+      return {
+        ok: false,
+        problem: "has no default export; end it with `export default defineConfig({ ... })`",
+      };
     return { ok: true, value: module.default };
   } catch (error) {
     return { ok: false, problem: `cannot be loaded: ${errorMessage(error)}` };

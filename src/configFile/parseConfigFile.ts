@@ -24,7 +24,9 @@ const TOPIC = /^[a-zA-Z0-9._-]{1,249}$/;
 const TABLE = /^([a-z_][a-z0-9_$]*\.)?[a-z_][a-z0-9_$]*$/;
 
 const fn = (what: string) =>
-  z.custom<(...args: never[]) => unknown>((v) => typeof v === "function", { message: `must be a function (${what})` });
+  z.custom<(...args: never[]) => unknown>((v) => typeof v === "function", {
+    message: `must be a function (${what})`,
+  });
 
 const definitionSchema = z.strictObject({
   name: z.string().regex(PROJECTION_NAME, {
@@ -114,8 +116,8 @@ export function parseConfigFile(path: string, exported: unknown): ParsedConfigFi
         ? (entry as { name: string }).name
         : undefined;
     const where = `${label}: projections[${index}]${name === undefined ? "" : ` (${name})`}`;
+    const first = name === undefined ? undefined : seen.get(name);
     if (name !== undefined) {
-      const first = seen.get(name);
       if (first !== undefined)
         problems.push(
           `  ${where}: name "${name}" is already used by projections[${first}]; each projection needs its own name (it keys its checkpoints and event ids)`,
@@ -123,8 +125,9 @@ export function parseConfigFile(path: string, exported: unknown): ParsedConfigFi
       else seen.set(name, index);
     }
     const result = projectionOf(entry, dirname(path));
-    if (result.ok) projections.push(result.projection);
-    else for (const problem of result.problems) problems.push(`  ${where}: ${problem}`);
+    if (result.ok) {
+      if (first === undefined) projections.push(result.projection);
+    } else for (const problem of result.problems) problems.push(`  ${where}: ${problem}`);
   }
   return { path, settings, projections, problems };
 }

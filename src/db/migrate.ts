@@ -49,7 +49,10 @@ export function projectionMigrationsTable(name: string): string {
  *   either way.
  * @example await migrate(pool, [{ name: "orders", migrationsFolder: "/app/migrations" }])
  */
-export async function migrate(pool: pg.Pool, projections: readonly MigratingProjection[] = []): Promise<void> {
+export async function migrate(
+  pool: pg.Pool,
+  projections: readonly MigratingProjection[] = [],
+): Promise<void> {
   const client = await pool.connect();
   try {
     await advisoryLock(client, MIGRATION_LOCK);
@@ -58,12 +61,20 @@ export async function migrate(pool: pg.Pool, projections: readonly MigratingProj
       const db = drizzle(client);
       const run = async (folder: string, table: string, what: string) => {
         try {
-          await drizzleMigrate(db, { migrationsFolder: folder, migrationsSchema: MIGRATIONS_SCHEMA, migrationsTable: table });
-        } catch (error) {
-          throw new ReplayableError("DATABASE", `migrations of ${what} (${folder}) failed: ${errorMessage(error)}`, {
-            cause: error,
-            context: { folder, table },
+          await drizzleMigrate(db, {
+            migrationsFolder: folder,
+            migrationsSchema: MIGRATIONS_SCHEMA,
+            migrationsTable: table,
           });
+        } catch (error) {
+          throw new ReplayableError(
+            "DATABASE",
+            `migrations of ${what} (${folder}) failed: ${errorMessage(error)}`,
+            {
+              cause: error,
+              context: { folder, table },
+            },
+          );
         }
       };
       if ((await missingTables(client, [`${MIGRATIONS_SCHEMA}.${ENGINE_TABLE}`])).length === 0)

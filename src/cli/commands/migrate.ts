@@ -27,8 +27,12 @@ interface MigrateFlags extends ConnectionFlags {
  * The projections `migrate` applies the migrations of: those named by --projection; else the
  * config file's projections and the one REPLAYABLE_PROJECTION names, if set.
  */
-export function projectionsToMigrate(setup: CliSetup, named: readonly string[] | undefined): RegisteredProjection[] {
-  if (named !== undefined && named.length > 0) return [...new Set(named)].map((n) => setup.projections.get(n));
+export function projectionsToMigrate(
+  setup: CliSetup,
+  named: readonly string[] | undefined,
+): RegisteredProjection[] {
+  if (named !== undefined && named.length > 0)
+    return [...new Set(named)].map((n) => setup.projections.get(n));
   const out = [...setup.projections.configured()];
   const fromEnv = process.env.REPLAYABLE_PROJECTION;
   if (fromEnv !== undefined && fromEnv !== "" && !out.some((p) => p.name === fromEnv))

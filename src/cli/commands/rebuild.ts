@@ -51,9 +51,9 @@ export function rebuildCommand(): Command {
         const setup = await configFrom(
           flags,
           {
-          REPLAYABLE_PROJECTION: flags.projection,
-          REPLAYABLE_GROUP_ID: flags.group,
-          REPLAYABLE_TOPICS: flags.topic?.join(","),
+            REPLAYABLE_PROJECTION: flags.projection,
+            REPLAYABLE_GROUP_ID: flags.group,
+            REPLAYABLE_TOPICS: flags.topic?.join(","),
           },
           { checkTables: true },
         );

@@ -37,11 +37,11 @@ export function runCommand(): Command {
         const setup = await configFrom(
           flags,
           {
-          REPLAYABLE_PROJECTION: flags.projection,
-          REPLAYABLE_TOPICS: flags.topic?.join(","),
-          REPLAYABLE_GROUP_ID: flags.group,
-          REPLAYABLE_METRICS_HOST: flags.metricsHost,
-          REPLAYABLE_METRICS_PORT: flags.metricsPort,
+            REPLAYABLE_PROJECTION: flags.projection,
+            REPLAYABLE_TOPICS: flags.topic?.join(","),
+            REPLAYABLE_GROUP_ID: flags.group,
+            REPLAYABLE_METRICS_HOST: flags.metricsHost,
+            REPLAYABLE_METRICS_PORT: flags.metricsPort,
           },
           { checkTables: true },
         );
@@ -49,7 +49,11 @@ export function runCommand(): Command {
         const projection = setup.projection();
         const log = createLogger(config.logLevel, { groupId: config.groupId, projection: projection.name });
         log.info(
-          { brokers: config.kafka.brokers, database: redactUrl(config.databaseUrl), configFile: setup.configFile },
+          {
+            brokers: config.kafka.brokers,
+            database: redactUrl(config.databaseUrl),
+            configFile: setup.configFile,
+          },
           "starting",
         );
         // An unreachable server at start is more often a wrong URL than an outage: say which setting.
@@ -62,9 +66,11 @@ export function runCommand(): Command {
               )
             : error;
         if (flags.migrate) {
-          await migrateAndCheck(config.databaseUrl, [projection], setup.configFile).catch((error: unknown) => {
-            throw unreachable(error);
-          });
+          await migrateAndCheck(config.databaseUrl, [projection], setup.configFile).catch(
+            (error: unknown) => {
+              throw unreachable(error);
+            },
+          );
         }
         const service = new ConsumerService({ config, projection, log });
         const removeHandlers = onShutdownSignals(() => service.stop(), config.shutdownTimeoutMs, log);
