@@ -139,7 +139,7 @@ function projectionOf(
   if (entry === null || typeof entry !== "object")
     return { ok: false, problems: ["must be defineProjection({ ... }) or a declaration { kind: ... }"] };
   if ("kind" in entry) {
-    const kind = (entry as { kind: unknown }).kind;
+    const kind = entry.kind;
     if (!DECLARATION_KINDS.includes(kind as (typeof DECLARATION_KINDS)[number]))
       return {
         ok: false,
