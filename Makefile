@@ -26,7 +26,7 @@ down: ## stop the local Kafka (and the three-broker test cluster) and remove the
 	@KAFKA_NODES=3 scripts/kafka/kafka.sh down
 
 migrate: up ## apply the database migrations
-	./bin/replayable.js migrate
+	./bin/replayable.js migrate --projection ledger github
 
 build: install ## compile to dist/
 	npm run build

@@ -1,9 +1,14 @@
 import { defineConfig } from "drizzle-kit";
 
-/** drizzle-kit: generates SQL migrations into drizzle/ from the schema files (`npm run db:generate`). */
+/**
+ * drizzle-kit: generates the engine's SQL migrations into drizzle/engine/ from its schema file
+ * (`npm run db:generate`). The example projections' migrations are in drizzle/ledger/ and
+ * drizzle/github/; drizzle/ itself holds the chain released up to 0.1.x, never edited (see
+ * src/db/migrate.ts).
+ */
 export default defineConfig({
   dialect: "postgresql",
-  schema: ["./src/db/schema.ts", "./src/projections/ledger/schema.ts", "./src/projections/github/schema.ts"],
-  out: "./drizzle",
+  schema: ["./src/db/schema.ts"],
+  out: "./drizzle/engine",
   migrations: { schema: "replayable", table: "__drizzle_migrations" },
 });

@@ -15,6 +15,7 @@ import pg from "pg";
 import { loadConfig, redactUrl } from "../src/config.js";
 import { createPool, drizzleOf } from "../src/db/pool.js";
 import { migrate } from "../src/db/migrate.js";
+import { exampleProjections } from "../src/projections/registry.js";
 import { KafkaAdmin } from "../src/kafka/admin.js";
 import { createKafka } from "../src/kafka/client.js";
 import { produceRecords } from "../src/kafka/producer.js";
@@ -335,7 +336,7 @@ async function createDatabase(adminUrl: string, name: string, created: string[])
   url.pathname = `/${name}`;
   const pool = createPool({ connectionString: url.toString(), max: 1 });
   try {
-    await migrate(pool);
+    await migrate(pool, exampleProjections());
   } finally {
     await pool.end();
   }

@@ -439,7 +439,7 @@ async function demo(admin: KafkaAdmin): Promise<void> {
       `  member logs in ${relative(ROOT, logDir)}/\n\n`,
   );
   await recreateDatabase();
-  await cli(["migrate", "--database-url", demoUrl]);
+  await cli(["migrate", "--projection", "ledger", "github", "--database-url", demoUrl]);
   step(`database ${DEMO_DATABASE} created and migrated`);
   for (const s of streams) await admin.createTopic(s.topic, PARTITIONS);
   step(`topics created with ${PARTITIONS} partitions each`);

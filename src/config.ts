@@ -7,6 +7,7 @@
 import { z } from "zod";
 import { ReplayableError } from "./errors.js";
 import { registerEnvSecrets, registerUrlSecret } from "./secrets.js";
+import { closest } from "./suggest.js";
 
 const HOST_PORT = /^[^\s:,]+:\d{1,5}$/;
 const TOPIC = /^[a-zA-Z0-9._-]{1,249}$/;
@@ -139,7 +140,7 @@ const schema = z.object({
 });
 
 /** Variables named REPLAYABLE_* that are read outside this file (not settings of the service). */
-const OTHER_VARIABLES = new Set(["REPLAYABLE_FAILPOINTS"]);
+const OTHER_VARIABLES = new Set(["REPLAYABLE_FAILPOINTS", "REPLAYABLE_CONFIG"]);
 
 /** The parsed, frozen configuration. Units are in the names (ms, bytes). */
 export interface Config {
@@ -195,14 +196,52 @@ export type ConfigVariable = keyof z.input<typeof schema>;
 export function loadConfig(
   env: Record<string, string | undefined> = process.env,
   overrides: Partial<Record<ConfigVariable, string | undefined>> = {},
+  file?: FileSettings,
 ): Config {
+  const result = parseConfig(env, overrides, file);
+  if (!result.ok) {
+    throw new ReplayableError("CONFIG_INVALID", `invalid configuration:\n${result.problems.join("\n")}`, {
+      context: { variables: result.variables },
+    });
+  }
+  return result.config;
+}
+
+/** Settings read from a config file, the lowest layer (environment variables and flags override them). */
+export interface FileSettings {
+  /** The file, as problems name it (e.g. `replayable.config.ts`). */
+  readonly label: string;
+  /** Each setting as its variable would hold it (see configFile/settings.ts). */
+  readonly values: Partial<Record<ConfigVariable, string>>;
+  /** The setting's name in the file, per variable (`kafkaBrokers` for KAFKA_BROKERS). */
+  readonly names: Partial<Record<ConfigVariable, string>>;
+}
+
+/** What {@link parseConfig} found: the config, or every problem as one line each. */
+export type ConfigParse =
+  | { readonly ok: true; readonly config: Config }
+  | { readonly ok: false; readonly problems: readonly string[]; readonly variables: readonly string[] };
+
+/**
+ * {@link loadConfig} without throwing: the layers are the config file (lowest), then `env`, then
+ * `overrides` (flags). Each problem line names the variable, its value and where it came from.
+ */
+export function parseConfig(
+  env: Record<string, string | undefined> = process.env,
+  overrides: Partial<Record<ConfigVariable, string | undefined>> = {},
+  file?: FileSettings,
+): ConfigParse {
   const input: Record<string, string> = {};
   const fromFlag = new Set<string>();
+  const fromFile = new Set<string>();
   for (const key of Object.keys(schema.shape)) {
     const flag = overrides[key as ConfigVariable];
-    const value = flag ?? env[key];
+    const fileValue = file?.values[key as ConfigVariable];
+    const envValue = env[key] === "" ? undefined : env[key];
+    const value = flag === "" ? (envValue ?? fileValue) : (flag ?? envValue ?? fileValue);
     if (value !== undefined && value !== "") input[key] = value;
     if (flag !== undefined && flag !== "") fromFlag.add(key);
+    else if (envValue === undefined && fileValue !== undefined && fileValue !== "") fromFile.add(key);
   }
   registerEnvSecrets(env);
   if (input.DATABASE_URL !== undefined) registerUrlSecret(input.DATABASE_URL);
@@ -228,15 +267,21 @@ export function loadConfig(
   if (problems.length > 0) {
     const lines = problems.map(({ variable, message }) => {
       const given = input[variable] ?? env[variable];
-      const source = fromFlag.has(variable) ? " (from a command-line flag)" : "";
+      const source = fromFlag.has(variable)
+        ? " (from a command-line flag)"
+        : fromFile.has(variable) && file !== undefined
+          ? ` (from ${file.label}: ${file.names[variable as ConfigVariable] ?? variable})`
+          : "";
       return `  ${variable}${given === undefined ? "" : `=${redact(variable, given)}`}${source}: ${message}`;
     });
-    throw new ReplayableError("CONFIG_INVALID", `invalid configuration:\n${lines.join("\n")}`, {
-      context: { variables: problems.map((p) => p.variable) },
-    });
+    return { ok: false, problems: lines, variables: problems.map((p) => p.variable) };
   }
   const parsed = schema.parse(input);
   const c = parsed;
+  return { ok: true, config: freezeConfig(c) };
+}
+
+function freezeConfig(c: z.output<typeof schema>): Config {
   return Object.freeze({
     kafka: Object.freeze({ brokers: Object.freeze(c.KAFKA_BROKERS), clientId: c.KAFKA_CLIENT_ID }),
     databaseUrl: c.DATABASE_URL,
@@ -306,33 +351,6 @@ function crossChecks(c: Partial<z.output<typeof schema>>): { variable: string; m
     });
   }
   return problems;
-}
-
-/** The candidate nearest to `name` by edit distance, if it is close (a likely typo). */
-function closest(name: string, candidates: readonly string[]): string | undefined {
-  let best: string | undefined;
-  let bestDistance = 4;
-  for (const candidate of candidates) {
-    const d = editDistance(name, candidate);
-    if (d < bestDistance) [best, bestDistance] = [candidate, d];
-  }
-  return best;
-}
-
-function editDistance(a: string, b: string): number {
-  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const current = [i];
-    for (let j = 1; j <= b.length; j++) {
-      current[j] = Math.min(
-        previous[j]! + 1,
-        current[j - 1]! + 1,
-        previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1),
-      );
-    }
-    previous = current;
-  }
-  return previous[b.length]!;
 }
 
 /**

@@ -1,29 +1,24 @@
 /**
  * replayable: apply Kafka records to PostgreSQL effectively once.
- * The library's public API; see README.md for the guarantees and their limits.
+ * The library's public API, the stable surface only: the config file's `defineConfig` and
+ * `defineProjection`, the service that runs a projection, its types and its errors. The example
+ * projections (`ledger`, `github`) and the internal helpers are not part of it. See README.md for
+ * the guarantees and their limits, docs/projections.md for writing a projection.
  */
-export { loadConfig, redactUrl, type Config, type ConfigVariable } from "./config.js";
-export {
-  ERROR_CODES,
-  PermanentRecordError,
-  ReplayableError,
-  classifyPgError,
-  type ErrorCode,
-} from "./errors.js";
-export { compareOffsets, nextOffset, offsetDistance, parseOffset, type OffsetString } from "./offsets.js";
-export type { KafkaRecord } from "./record.js";
-export { headerText } from "./record.js";
+export { defineConfig, type ProjectionEntry, type ReplayableConfig } from "./configFile/defineConfig.js";
+export type { ConfigFileSettings } from "./configFile/settings.js";
+export type { ProjectionDeclaration } from "./configFile/projectionFromDeclaration.js";
+export { defineProjection, type ProjectionDefinition } from "./defineProjection.js";
 export type { ApplyContext, DecodedRecord, DedupeKey, Projection } from "./projection.js";
+export { headerText, type KafkaRecord } from "./record.js";
+export type { Db } from "./db/pool.js";
+export type { OffsetString } from "./offsets.js";
+export { ERROR_CODES, PermanentRecordError, ReplayableError, type ErrorCode } from "./errors.js";
+export { loadConfig, type Config, type ConfigVariable } from "./config.js";
+export { migrate, type MigratingProjection } from "./db/migrate.js";
 export {
   ConsumerService,
   type BatchCommitted,
   type ConsumerServiceOptions,
   type ServiceOutcome,
 } from "./engine/consumerService.js";
-export { applyBatch, type BatchResult, type DeadLettered } from "./engine/applyBatch.js";
-export { createMetrics, type Metrics } from "./metrics/metrics.js";
-export { startHttpServer } from "./metrics/server.js";
-export { createPool, drizzleOf, type Db } from "./db/pool.js";
-export { migrate } from "./db/migrate.js";
-export { createLogger } from "./logger.js";
-export { ledgerProjection } from "./projections/ledger/ledgerProjection.js";

@@ -1,38 +1,195 @@
 /** What the CLI commands share: connection flags, config loading, output and error reporting. */
+import { basename } from "node:path";
 import { Command, Option } from "commander";
-import { loadConfig, type Config, type ConfigVariable } from "../config.js";
-import { ReplayableError, errorMessage } from "../errors.js";
+import { parseConfig, type Config, type ConfigVariable, type FileSettings } from "../config.js";
+import { findConfigFile } from "../configFile/findConfigFile.js";
+import { importConfigFile } from "../configFile/importConfigFile.js";
+import { parseConfigFile } from "../configFile/parseConfigFile.js";
+import { createPool } from "../db/pool.js";
+import { ReplayableError, classifyPgError, errorMessage } from "../errors.js";
 import { createKafka } from "../kafka/client.js";
 import { createLogger, type Logger } from "../logger.js";
-import { projectionNames } from "../projections/registry.js";
+import { ProjectionRegistry, type RegisteredProjection } from "../projections/registry.js";
 import { scrubSecrets } from "../secrets.js";
+import { missingTables } from "../sql/tableExists.js";
 
 /** Flags every command that talks to Kafka or PostgreSQL takes (each overrides its variable). */
 export interface ConnectionFlags {
+  config?: string;
   brokers?: string;
   databaseUrl?: string;
   logLevel?: string;
 }
 
-/** Adds --brokers, --database-url and --log-level to `command`. */
+/** Adds --config, --brokers, --database-url and --log-level to `command`. */
 export function withConnectionOptions(command: Command): Command {
   return command
+    .addOption(
+      new Option(
+        "--config <path>",
+        "config file (env REPLAYABLE_CONFIG; default: replayable.config.{ts,mts,js,mjs} in the working directory)",
+      ),
+    )
     .addOption(new Option("--brokers <list>", "Kafka bootstrap brokers, host:port,... (env KAFKA_BROKERS)"))
     .addOption(new Option("--database-url <url>", "PostgreSQL URL (env DATABASE_URL)"))
     .addOption(new Option("--log-level <level>", "fatal|error|warn|info|debug|trace|silent (env LOG_LEVEL)"));
 }
 
-/** Loads the config from the environment with `flags` and `extra` overriding variables. */
-export function configFrom(
+/** What a command starts from: the parsed config and the projections it can name. */
+export interface CliSetup {
+  readonly config: Config;
+  readonly projections: ProjectionRegistry;
+  /** The config file read, if any. */
+  readonly configFile: string | undefined;
+  /**
+   * The projection the command acts on: the one named by --projection or REPLAYABLE_PROJECTION;
+   * else the one named like `group` (status, replay); else the config file's `projection` setting
+   * or its only projection; else the example `ledger` when there is no config file.
+   * @throws ReplayableError CONFIG_INVALID when the name is unknown or the config file has several
+   *   projections and none is named.
+   */
+  projection(group?: string): RegisteredProjection;
+}
+
+/** Options of {@link configFrom}. */
+export interface SetupOptions {
+  /**
+   * Also report, with the other problems, the config file's projections without a migrations
+   * folder whose tables are missing from the database (those with one are checked after `migrate`).
+   */
+  readonly checkTables?: boolean;
+}
+
+/**
+ * Reads the config file (if any), the environment and the flags (`flags` and `extra`, keyed by
+ * variable), in that order of precedence, and builds the projection registry.
+ * @throws ReplayableError CONFIG_INVALID (exit 2) listing every problem of the file, the variables
+ *   and the flags at once.
+ */
+export async function configFrom(
   flags: ConnectionFlags,
   extra: Partial<Record<ConfigVariable, string | undefined>> = {},
-): Config {
-  return loadConfig(process.env, {
+  options: SetupOptions = {},
+): Promise<CliSetup> {
+  const overrides = {
     KAFKA_BROKERS: flags.brokers,
     DATABASE_URL: flags.databaseUrl,
     LOG_LEVEL: flags.logLevel,
     ...extra,
-  });
+  };
+  const problems: string[] = [];
+  const location = findConfigFile(flags.config, process.env, process.cwd());
+  let file: FileSettings | undefined;
+  let configured: readonly RegisteredProjection[] = [];
+  let configFile: string | undefined;
+  if (location.kind === "missing") {
+    problems.push(
+      `  ${location.setting}=${location.path}: no such file; give the path of a replayable.config.ts`,
+    );
+  } else if (location.kind === "found") {
+    configFile = location.path;
+    const loaded = await importConfigFile(location.path);
+    if (!loaded.ok) problems.push(`  ${basename(location.path)}: ${loaded.problem}`);
+    else {
+      const parsed = parseConfigFile(location.path, loaded.value);
+      problems.push(...parsed.problems);
+      configured = parsed.projections;
+      file = parsed.settings;
+      const only = configured.length === 1 ? configured[0] : undefined;
+      if (only !== undefined && file.values.REPLAYABLE_PROJECTION === undefined) {
+        file = {
+          ...file,
+          values: { ...file.values, REPLAYABLE_PROJECTION: only.name },
+          names: { ...file.names, REPLAYABLE_PROJECTION: "projections[0].name" },
+        };
+      }
+    }
+  }
+  const parsed = parseConfig(process.env, overrides, file);
+  if (!parsed.ok) problems.push(...parsed.problems);
+  if (parsed.ok && options.checkTables === true && configFile !== undefined) {
+    problems.push(
+      ...(await tableProblems(
+        parsed.config.databaseUrl,
+        configured.filter((p) => p.migrationsFolder === undefined),
+        basename(configFile),
+      )),
+    );
+  }
+  if (problems.length > 0 || !parsed.ok) {
+    throw new ReplayableError("CONFIG_INVALID", `invalid configuration:\n${problems.join("\n")}`);
+  }
+  const config = parsed.config;
+  const projections = new ProjectionRegistry(configured);
+  const given = (v: string | undefined) => v !== undefined && v !== "";
+  const explicit = given(overrides.REPLAYABLE_PROJECTION) || given(process.env.REPLAYABLE_PROJECTION);
+  const fromFile = file?.values.REPLAYABLE_PROJECTION !== undefined;
+  return {
+    config,
+    projections,
+    configFile,
+    projection(group?: string) {
+      if (explicit) return projections.get(config.projection);
+      if (group !== undefined && projections.has(group)) return projections.get(group);
+      if (fromFile) return projections.get(config.projection);
+      if (configured.length > 1)
+        throw new ReplayableError(
+          "CONFIG_INVALID",
+          `--projection: ${basename(configFile ?? "the config file")} has ${configured.length} projections (${configured.map((p) => p.name).join(", ")}); name one with --projection or REPLAYABLE_PROJECTION`,
+        );
+      if (group !== undefined)
+        throw new ReplayableError(
+          "CONFIG_INVALID",
+          `--projection: group ${group} is not the name of a projection (${projections.names().join(", ")}); say whose checkpoints to compare with --projection or REPLAYABLE_PROJECTION`,
+        );
+      return projections.get(config.projection);
+    },
+  };
+}
+
+/**
+ * One problem line per table of `projections` missing from the database. Empty when the database
+ * cannot be reached: the command itself then reports that, naming DATABASE_URL.
+ */
+async function tableProblems(
+  databaseUrl: string,
+  projections: readonly RegisteredProjection[],
+  label: string,
+): Promise<string[]> {
+  if (projections.length === 0) return [];
+  const pool = createPool({ connectionString: databaseUrl, max: 1 });
+  try {
+    return await missingTableProblems(pool, projections, label);
+  } catch (error) {
+    if (classifyPgError(error).reason === "connection") return [];
+    throw error;
+  } finally {
+    await pool.end();
+  }
+}
+
+/**
+ * One problem line per table of `projections` that does not exist, naming the fix.
+ * @param label the config file's name, for the lines.
+ */
+export async function missingTableProblems(
+  pool: Parameters<typeof missingTables>[0],
+  projections: readonly RegisteredProjection[],
+  label: string,
+): Promise<string[]> {
+  const problems: string[] = [];
+  for (const projection of projections) {
+    for (const table of await missingTables(pool, projection.tables)) {
+      const fix =
+        projection.migrationsFolder === undefined
+          ? "create it, e.g. with a migrations folder (defineProjection({ migrations })) applied by `replayable migrate`"
+          : `its migrations (${projection.migrationsFolder}) do not create it; add a migration that does and run \`replayable migrate\` again`;
+      problems.push(
+        `  ${label}: projection ${projection.name}: table ${table} does not exist in the database; ${fix}`,
+      );
+    }
+  }
+  return problems;
 }
 
 /** The CLI's logger: JSON lines on stderr; "warn" unless configured, except for `run`. */
@@ -128,19 +285,4 @@ export function rateFlag(name: string, value: string | undefined): number {
     );
   }
   return rate;
-}
-
-/**
- * The projection whose checkpoints `status` and `replay` compare with when no --projection is
- * given: REPLAYABLE_PROJECTION, else the group id when it names a shipped projection.
- * @throws ReplayableError CONFIG_INVALID (exit 2) when neither says which projection.
- */
-export function projectionFor(groupId: string): string {
-  const fromEnv = process.env.REPLAYABLE_PROJECTION;
-  if (fromEnv !== undefined && fromEnv !== "") return fromEnv;
-  if (projectionNames().includes(groupId)) return groupId;
-  throw new ReplayableError(
-    "CONFIG_INVALID",
-    `--projection: group ${groupId} is not the name of a projection (${projectionNames().join(", ")}); say whose checkpoints to compare with --projection or REPLAYABLE_PROJECTION`,
-  );
 }

@@ -2,6 +2,7 @@
 import { Command, CommanderError } from "commander";
 import { checksumCommand } from "./commands/checksum.js";
 import { deadLettersCommand } from "./commands/deadLetters.js";
+import { initCommand } from "./commands/init.js";
 import { migrateCommand } from "./commands/migrate.js";
 import { produceCommand } from "./commands/produce.js";
 import { pruneCommand } from "./commands/prune.js";
@@ -14,6 +15,7 @@ const program = new Command("replayable")
   .description("Apply Kafka records to PostgreSQL effectively once; replay and rebuild safely.")
   .version("0.1.0")
   .showHelpAfterError()
+  .addCommand(initCommand())
   .addCommand(migrateCommand())
   .addCommand(runCommand())
   .addCommand(produceCommand())

@@ -1,29 +1,93 @@
 /**
- * Applies the drizzle-kit migrations in `drizzle/`. Safe when several processes
- * start at once: each takes the same session-level advisory lock first, so one
- * migrates and the others wait, then find nothing left to do.
+ * Applies replayable's own migrations, then each named projection's, with drizzle's migrator.
+ * Safe when several processes start at once: each takes the same session-level advisory lock
+ * first, so one migrates and the others wait, then find nothing left to do.
+ *
+ * The folders (drizzle-kit's layout: `meta/_journal.json` and one `.sql` file per migration):
+ * - `drizzle/engine/`: the engine's schema `replayable` (checkpoints, event ids, dead letters,
+ *   rebuild audit), tracked in `replayable.__drizzle_migrations`.
+ * - `drizzle/` itself: the chain released up to 0.1.x (0000-0003), which also created the example
+ *   schemas `ledger` and `github`. Never edited; applied only to a database that already has
+ *   `replayable.__drizzle_migrations` (one migrated by those releases), so that a database left
+ *   at 0001 or 0002 finishes the old chain first. drizzle's migrator applies a migration only
+ *   when its journal `when` is above the `created_at` of the last recorded one, and
+ *   `drizzle/engine/0000` has the same `when` as the old 0003: a database migrated by the old
+ *   chain skips it, and a new database that ran it skips the whole old chain.
+ * - a projection's own folder (`defineProjection({ migrations })`, or `drizzle/ledger` and
+ *   `drizzle/github` for the examples), tracked in `replayable.__drizzle_migrations_<projection>`.
  */
 import { join } from "node:path";
 import type pg from "pg";
 import { drizzle } from "drizzle-orm/node-postgres";
 import { migrate as drizzleMigrate } from "drizzle-orm/node-postgres/migrator";
+import { ReplayableError, errorMessage } from "../errors.js";
 import { packageRoot } from "../packageRoot.js";
 import { advisoryLock, advisoryUnlock, MIGRATION_LOCK } from "../sql/advisoryLocks.js";
+import { missingTables } from "../sql/tableExists.js";
+
+/** The schema that holds every migrations table. */
+export const MIGRATIONS_SCHEMA = "replayable";
+/** The engine's migrations table (the same as the 0.1.x releases used). */
+const ENGINE_TABLE = "__drizzle_migrations";
+
+/** A projection whose migrations {@link migrate} applies. */
+export interface MigratingProjection {
+  readonly name: string;
+  /** Absolute path of a drizzle-kit migrations folder (with `meta/_journal.json`); none: nothing to apply. */
+  readonly migrationsFolder?: string | undefined;
+}
+
+/** The migrations table of projection `name` in schema `replayable`. */
+export function projectionMigrationsTable(name: string): string {
+  return `${ENGINE_TABLE}_${name}`;
+}
 
 /**
- * Runs every pending migration.
- * @throws the database error of a failing migration; the lock is released either way.
+ * Runs every pending migration of the engine, then of each of `projections` in order.
+ * @throws ReplayableError DATABASE naming the folder of a failing migration (each folder's pending
+ *   migrations run in one transaction, so a failing folder changes nothing); the lock is released
+ *   either way.
+ * @example await migrate(pool, [{ name: "orders", migrationsFolder: "/app/migrations" }])
  */
-export async function migrate(pool: pg.Pool): Promise<void> {
+export async function migrate(
+  pool: pg.Pool,
+  projections: readonly MigratingProjection[] = [],
+): Promise<void> {
   const client = await pool.connect();
   try {
     await advisoryLock(client, MIGRATION_LOCK);
     try {
-      await drizzleMigrate(drizzle(client), {
-        migrationsFolder: join(packageRoot(), "drizzle"),
-        migrationsSchema: "replayable",
-        migrationsTable: "__drizzle_migrations",
-      });
+      const root = join(packageRoot(), "drizzle");
+      const db = drizzle(client);
+      const run = async (folder: string, table: string, what: string) => {
+        try {
+          await drizzleMigrate(db, {
+            migrationsFolder: folder,
+            migrationsSchema: MIGRATIONS_SCHEMA,
+            migrationsTable: table,
+          });
+        } catch (error) {
+          throw new ReplayableError(
+            "DATABASE",
+            `migrations of ${what} (${folder}) failed: ${errorMessage(error)}`,
+            {
+              cause: error,
+              context: { folder, table },
+            },
+          );
+        }
+      };
+      if ((await missingTables(client, [`${MIGRATIONS_SCHEMA}.${ENGINE_TABLE}`])).length === 0)
+        await run(root, ENGINE_TABLE, "replayable (0.1.x chain)");
+      await run(join(root, "engine"), ENGINE_TABLE, "replayable");
+      for (const projection of projections) {
+        if (projection.migrationsFolder === undefined) continue;
+        await run(
+          projection.migrationsFolder,
+          projectionMigrationsTable(projection.name),
+          `projection ${projection.name}`,
+        );
+      }
     } finally {
       await advisoryUnlock(client, MIGRATION_LOCK);
     }

@@ -1,30 +1,72 @@
-/** The projections this package ships, by name (`--projection`). */
+/**
+ * The projections the CLI knows by name (`--projection`, REPLAYABLE_PROJECTION): those of the
+ * config file, then the examples this package ships (`ledger`, `github`) under names the config
+ * file does not use. Every command resolves names here.
+ */
+import { join } from "node:path";
 import { ReplayableError } from "../errors.js";
+import { packageRoot } from "../packageRoot.js";
 import type { Projection } from "../projection.js";
 import { githubProjection } from "./github/githubProjection.js";
 import { ledgerProjection } from "./ledger/ledgerProjection.js";
 
-const projections: ReadonlyMap<string, Projection<never>> = new Map<string, Projection<never>>([
-  [ledgerProjection.name, ledgerProjection as Projection<never>],
-  [githubProjection.name, githubProjection as Projection<never>],
-]);
-
-/** Names of the shipped projections. */
-export function projectionNames(): string[] {
-  return [...projections.keys()];
+/** A projection the CLI can run, with where its migrations are. */
+export interface RegisteredProjection extends Projection<unknown> {
+  /** Absolute path of its drizzle-kit migrations folder; undefined: it has none. */
+  readonly migrationsFolder?: string | undefined;
+  /** `config`: from the config file; `example`: shipped with the package. */
+  readonly origin: "config" | "example";
 }
 
-/**
- * The shipped projection called `name` (REPLAYABLE_PROJECTION or `--projection`).
- * @throws ReplayableError CONFIG_INVALID naming the variable and the valid projections.
- */
-export function getProjection(name: string): Projection<unknown> {
-  const projection = projections.get(name);
-  if (projection === undefined) {
-    throw new ReplayableError(
-      "CONFIG_INVALID",
-      `invalid configuration:\n  REPLAYABLE_PROJECTION=${name}: unknown projection; use one of ${projectionNames().join(", ")} (or --projection)`,
-    );
+/** The shipped examples, with their migrations in `drizzle/<name>/`. */
+export function exampleProjections(): RegisteredProjection[] {
+  const folder = (name: string) => join(packageRoot(), "drizzle", name);
+  return [ledgerProjection as Projection<unknown>, githubProjection as Projection<unknown>].map((p) => ({
+    ...p,
+    migrationsFolder: folder(p.name),
+    origin: "example" as const,
+  }));
+}
+
+/** Projections by name: the config file's first, then the examples it does not shadow. */
+export class ProjectionRegistry {
+  readonly #byName = new Map<string, RegisteredProjection>();
+  readonly #configured: readonly RegisteredProjection[];
+
+  /** @param configured the config file's projections, names already checked to be unique. */
+  constructor(configured: readonly RegisteredProjection[] = []) {
+    this.#configured = configured;
+    for (const p of configured) this.#byName.set(p.name, p);
+    for (const p of exampleProjections()) if (!this.#byName.has(p.name)) this.#byName.set(p.name, p);
   }
-  return projection;
+
+  /** Every name, the config file's first. */
+  names(): string[] {
+    return [...this.#byName.keys()];
+  }
+
+  /** The config file's projections, in its order. */
+  configured(): readonly RegisteredProjection[] {
+    return this.#configured;
+  }
+
+  /** True when `name` is a projection here. */
+  has(name: string): boolean {
+    return this.#byName.has(name);
+  }
+
+  /**
+   * The projection called `name`.
+   * @throws ReplayableError CONFIG_INVALID naming the setting and the valid projections.
+   */
+  get(name: string): RegisteredProjection {
+    const projection = this.#byName.get(name);
+    if (projection === undefined) {
+      throw new ReplayableError(
+        "CONFIG_INVALID",
+        `invalid configuration:\n  REPLAYABLE_PROJECTION=${name}: unknown projection; use one of ${this.names().join(", ")} (--projection, REPLAYABLE_PROJECTION or the config file's projections)`,
+      );
+    }
+    return projection;
+  }
 }

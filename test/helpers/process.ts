@@ -1,6 +1,7 @@
 /** Running the CLI in a subprocess, as a user does: exit codes, stdout, stderr and /metrics. */
 import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
+import { fileURLToPath } from "node:url";
 import { onTestFailed, onTestFinished } from "vitest";
 import { waitFor } from "./stack.js";
 
@@ -19,11 +20,25 @@ export interface CliProcess {
   kill(): void;
 }
 
+/** Where a CLI process runs. */
+export interface CliOptions {
+  /** Working directory (default: the repository's); outside the repository, `bin/replayable.js` loads tsx itself. */
+  readonly cwd?: string;
+}
+
+const BIN = fileURLToPath(new URL("../../bin/replayable.js", import.meta.url));
+
 /** Starts `replayable <args>` through tsx with `env` added to the environment. */
-export function startCli(args: readonly string[], env: Record<string, string> = {}): CliProcess {
-  const child = spawn(process.execPath, ["--import", "tsx", "src/cli/main.ts", ...args], {
+export function startCli(
+  args: readonly string[],
+  env: Record<string, string> = {},
+  options: CliOptions = {},
+): CliProcess {
+  const argv = options.cwd === undefined ? ["--import", "tsx", "src/cli/main.ts", ...args] : [BIN, ...args];
+  const child = spawn(process.execPath, argv, {
     env: { ...process.env, LOG_LEVEL: "info", REPLAYABLE_METRICS_PORT: "0", ...env },
     stdio: ["ignore", "pipe", "pipe"],
+    ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
   });
   let out = "";
   let err = "";
@@ -68,8 +83,12 @@ export function startCli(args: readonly string[], env: Record<string, string> = 
  * {@link startCli} for one test: its last stderr lines are printed if the test fails, and it is
  * stopped with SIGTERM (and awaited) when the test finishes.
  */
-export function startCliInTest(args: readonly string[], env: Record<string, string> = {}): CliProcess {
-  const cli = startCli(args, env);
+export function startCliInTest(
+  args: readonly string[],
+  env: Record<string, string> = {},
+  options: CliOptions = {},
+): CliProcess {
+  const cli = startCli(args, env, options);
   onTestFailed(() => {
     process.stderr.write(
       `--- replayable ${args[0] ?? ""} stderr (last lines) ---\n${cli.stderr().split("\n").slice(-30).join("\n")}\n`,
@@ -86,8 +105,9 @@ export function startCliInTest(args: readonly string[], env: Record<string, stri
 export async function runCli(
   args: readonly string[],
   env: Record<string, string> = {},
+  options: CliOptions = {},
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const p = startCli(args, { LOG_LEVEL: "warn", ...env });
+  const p = startCli(args, { LOG_LEVEL: "warn", ...env }, options);
   const { code } = await p.exited;
   return { code, stdout: p.stdout(), stderr: p.stderr() };
 }

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, beforeEach, onTestFinished } from "vitest";
 import pg from "pg";
 import { createPool } from "../../src/db/pool.js";
 import { migrate } from "../../src/db/migrate.js";
+import { exampleProjections } from "../../src/projections/registry.js";
 import { KafkaAdmin } from "../../src/kafka/admin.js";
 import { createKafka } from "../../src/kafka/client.js";
 import { createLogger } from "../../src/logger.js";
@@ -29,8 +30,11 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
-/** Creates and migrates a database of its own for one test file. */
-export async function createTestDatabase(): Promise<TestDatabase> {
+/**
+ * Creates a database of its own for one test file, migrated with replayable's schema and the
+ * example projections' (`ledger`, `github`) unless `examples` is false.
+ */
+export async function createTestDatabase(examples = true): Promise<TestDatabase> {
   const name = uniqueName("rt");
   const admin = new pg.Client({ connectionString: ADMIN_DATABASE_URL });
   await admin.connect();
@@ -39,7 +43,7 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   const url = new URL(ADMIN_DATABASE_URL);
   url.pathname = `/${name}`;
   const pool = createPool({ connectionString: url.toString(), max: 4 });
-  await migrate(pool);
+  await migrate(pool, examples ? exampleProjections() : []);
   return {
     name,
     url: url.toString(),

@@ -3,7 +3,6 @@ import { Command } from "commander";
 import { createPool, drizzleOf, type Db } from "../../db/pool.js";
 import { githubChecksum, readGithubState } from "../../projections/github/checksum.js";
 import { ledgerChecksum, readLedgerState } from "../../projections/ledger/checksum.js";
-import { getProjection } from "../../projections/registry.js";
 import { tableChecksums } from "../../sql/tableChecksums.js";
 import {
   action,
@@ -36,12 +35,20 @@ export function checksumCommand(): Command {
     .addOption(outputOption())
     .action(
       action(async (flags: ChecksumFlags) => {
-        const config = configFrom(flags, { REPLAYABLE_PROJECTION: flags.projection });
-        const projection = getProjection(config.projection);
+        const setup = await configFrom(
+          flags,
+          { REPLAYABLE_PROJECTION: flags.projection },
+          { checkTables: true },
+        );
+        const { config } = setup;
+        const projection = setup.projection();
         const pool = createPool({ connectionString: config.databaseUrl, max: 1 });
         try {
           const tables = await tableChecksums(pool, projection.tables);
-          const state = await stateChecksums[projection.name]?.(drizzleOf(pool));
+          const state =
+            projection.origin === "example"
+              ? await stateChecksums[projection.name]?.(drizzleOf(pool))
+              : undefined;
           const ledger = projection.name === "ledger" ? state : undefined;
           if (flags.output === "json")
             printJson({ projection: projection.name, tables, stateChecksum: state, ledgerChecksum: ledger });

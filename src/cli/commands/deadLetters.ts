@@ -8,7 +8,6 @@ import { Command, Option } from "commander";
 import { createPool } from "../../db/pool.js";
 import { retryDeadLetter, type RetryOutcome } from "../../engine/retryDeadLetter.js";
 import { ReplayableError } from "../../errors.js";
-import { getProjection } from "../../projections/registry.js";
 import { resolveDeadLetter } from "../../sql/resolveDeadLetter.js";
 import { selectDeadLetters, type DeadLetter, type DeadLetterFilter } from "../../sql/selectDeadLetters.js";
 import {
@@ -115,8 +114,9 @@ function listCommand(): Command {
     .addOption(outputFlag())
     .action(
       action(async (flags: ListFlags) => {
-        const config = configFrom(flags, { REPLAYABLE_PROJECTION: flags.projection });
-        const projection = getProjection(config.projection);
+        const setup = await configFrom(flags, { REPLAYABLE_PROJECTION: flags.projection });
+        const { config } = setup;
+        const projection = setup.projection();
         const limit = intFlag("--limit", flags.limit, 1, 1_000_000, 100);
         const pool = createPool({ connectionString: config.databaseUrl, max: 1 });
         try {
@@ -151,7 +151,7 @@ function showCommand(): Command {
             "CONFIG_INVALID",
             `<id>: "${id}" is not a dead letter id; ids are whole numbers`,
           );
-        const config = configFrom(flags);
+        const { config } = await configFrom(flags);
         const pool = createPool({ connectionString: config.databaseUrl, max: 1 });
         try {
           const [letter] = await selectDeadLetters(pool, { ids: [id], state: "all" });
@@ -191,8 +191,9 @@ function retryCommand(): Command {
     .addOption(outputFlag())
     .action(
       action(async (flags: ChangeFlags) => {
-        const config = configFrom(flags, { REPLAYABLE_PROJECTION: flags.projection });
-        const projection = getProjection(config.projection);
+        const setup = await configFrom(flags, { REPLAYABLE_PROJECTION: flags.projection });
+        const { config } = setup;
+        const projection = setup.projection();
         const log = cliLogger(config);
         const pool = createPool({ connectionString: config.databaseUrl, max: 1 });
         try {
@@ -257,8 +258,9 @@ function discardCommand(): Command {
     .addOption(outputFlag())
     .action(
       action(async (flags: ChangeFlags) => {
-        const config = configFrom(flags, { REPLAYABLE_PROJECTION: flags.projection });
-        const projection = getProjection(config.projection);
+        const setup = await configFrom(flags, { REPLAYABLE_PROJECTION: flags.projection });
+        const { config } = setup;
+        const projection = setup.projection();
         const pool = createPool({ connectionString: config.databaseUrl, max: 1 });
         try {
           const letters = await selectDeadLetters(pool, filterFrom(flags, projection.name));

@@ -1,26 +1,91 @@
-/** `replayable migrate`: apply the drizzle migrations (safe when several processes start at once). */
+/**
+ * `replayable migrate`: create or upgrade replayable's own schema and the schemas of the named
+ * projections (safe when several processes start at once). See src/db/migrate.ts.
+ */
+import { basename } from "node:path";
 import { Command } from "commander";
 import { redactUrl } from "../../config.js";
 import { createPool } from "../../db/pool.js";
 import { migrate } from "../../db/migrate.js";
-import { action, cliLogger, configFrom, withConnectionOptions, type ConnectionFlags } from "../common.js";
+import { ReplayableError } from "../../errors.js";
+import type { RegisteredProjection } from "../../projections/registry.js";
+import {
+  action,
+  cliLogger,
+  configFrom,
+  missingTableProblems,
+  withConnectionOptions,
+  type CliSetup,
+  type ConnectionFlags,
+} from "../common.js";
+
+interface MigrateFlags extends ConnectionFlags {
+  projection?: string[];
+}
+
+/**
+ * The projections `migrate` applies the migrations of: those named by --projection; else the
+ * config file's projections and the one REPLAYABLE_PROJECTION names, if set.
+ */
+export function projectionsToMigrate(
+  setup: CliSetup,
+  named: readonly string[] | undefined,
+): RegisteredProjection[] {
+  if (named !== undefined && named.length > 0)
+    return [...new Set(named)].map((n) => setup.projections.get(n));
+  const out = [...setup.projections.configured()];
+  const fromEnv = process.env.REPLAYABLE_PROJECTION;
+  if (fromEnv !== undefined && fromEnv !== "" && !out.some((p) => p.name === fromEnv))
+    out.push(setup.projections.get(fromEnv));
+  return out;
+}
+
+/**
+ * Migrates, then checks that every table of `projections` exists.
+ * @throws ReplayableError CONFIG_INVALID (exit 2) listing each missing table and its fix.
+ */
+export async function migrateAndCheck(
+  databaseUrl: string,
+  projections: readonly RegisteredProjection[],
+  configFile: string | undefined,
+): Promise<void> {
+  const pool = createPool({ connectionString: databaseUrl, max: 1 });
+  try {
+    await migrate(pool, projections);
+    const problems = await missingTableProblems(
+      pool,
+      projections,
+      configFile === undefined ? "projections" : basename(configFile),
+    );
+    if (problems.length > 0)
+      throw new ReplayableError("CONFIG_INVALID", `invalid configuration:\n${problems.join("\n")}`);
+  } finally {
+    await pool.end();
+  }
+}
 
 /** Builds the `migrate` command. */
 export function migrateCommand(): Command {
   return withConnectionOptions(new Command("migrate"))
-    .description("create or upgrade the replayable and projection schemas in PostgreSQL")
+    .description(
+      "create or upgrade replayable's schema and the schemas of the config file's projections (or of those named)",
+    )
+    .option(
+      "--projection <name...>",
+      "apply only these projections' migrations (default: every projection of the config file, and REPLAYABLE_PROJECTION's)",
+    )
     .action(
-      action(async (flags: ConnectionFlags) => {
-        const config = configFrom(flags);
+      action(async (flags: MigrateFlags) => {
+        const setup = await configFrom(flags, {}, { checkTables: true });
+        const { config } = setup;
         const log = cliLogger(config);
-        const pool = createPool({ connectionString: config.databaseUrl, max: 1 });
-        try {
-          await migrate(pool);
-          log.info({ database: redactUrl(config.databaseUrl) }, "migrations applied");
-          process.stdout.write("migrations applied\n");
-        } finally {
-          await pool.end();
-        }
+        const projections = projectionsToMigrate(setup, flags.projection);
+        await migrateAndCheck(config.databaseUrl, projections, setup.configFile);
+        const names = projections.map((p) => p.name);
+        log.info({ database: redactUrl(config.databaseUrl), projections: names }, "migrations applied");
+        process.stdout.write(
+          `migrations applied: replayable${names.length > 0 ? `, ${names.join(", ")}` : ""}\n`,
+        );
       }),
     );
 }

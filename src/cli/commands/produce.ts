@@ -51,7 +51,7 @@ export function produceCommand(): Command {
       .option("--json", "print the summary as JSON")
       .action(
         action(async (flags: ProduceLedgerFlags) => {
-          const config = configFrom(flags);
+          const { config } = await configFrom(flags);
           const log = cliLogger(config);
           const count = intFlag("--count", flags.count, 1, 100_000_000, 1);
           const stream = generateLedgerStream({
@@ -102,7 +102,7 @@ export function produceCommand(): Command {
       .option("--json", "print the summary as JSON")
       .action(
         action(async (flags: ProduceGithubFlags) => {
-          const config = configFrom(flags);
+          const { config } = await configFrom(flags);
           const log = cliLogger(config);
           const duplicateRate = rateFlag("--duplicate-rate", flags.duplicateRate);
           const seed = intFlag("--seed", flags.seed, 0, 2 ** 32 - 1, 1);

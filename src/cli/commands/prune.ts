@@ -6,7 +6,6 @@
 import { Command } from "commander";
 import { createPool } from "../../db/pool.js";
 import { KafkaAdmin } from "../../kafka/admin.js";
-import { getProjection } from "../../projections/registry.js";
 import { prune, type PruneResult } from "../../replay/prune.js";
 import {
   action,
@@ -57,12 +56,13 @@ export function pruneCommand(): Command {
     .addOption(outputOption())
     .action(
       action(async (flags: PruneFlags) => {
-        const config = configFrom(flags, {
+        const setup = await configFrom(flags, {
           REPLAYABLE_PROJECTION: flags.projection,
           REPLAYABLE_GROUP_ID: flags.group,
           REPLAYABLE_TOPICS: flags.topic?.join(","),
         });
-        const projection = getProjection(config.projection);
+        const { config } = setup;
+        const projection = setup.projection();
         const waitMs = intFlag("--wait-ms", flags.waitMs, 0, 86_400_000, DEFAULT_WAIT_MS);
         const log = cliLogger(config);
         const admin = await KafkaAdmin.connect(cliKafka(config, log));

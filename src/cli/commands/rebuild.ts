@@ -3,10 +3,9 @@
  * start offsets), then one transaction empties the derived tables and the dedupe state and writes
  * an audit row into replayable.rebuilds. A dry run unless --execute.
  */
-import { Command, Option } from "commander";
+import { Command } from "commander";
 import { createPool } from "../../db/pool.js";
 import { KafkaAdmin } from "../../kafka/admin.js";
-import { getProjection, projectionNames } from "../../projections/registry.js";
 import { rebuild, type RebuildOutcome } from "../../replay/rebuild.js";
 import {
   action,
@@ -35,11 +34,7 @@ export function rebuildCommand(): Command {
     .description(
       "recompute a projection from the log: reset the group to the log start offsets, then empty the projection's tables and dedupe state in one transaction; a dry run unless --execute",
     )
-    .addOption(
-      new Option("--projection <name>", "projection to rebuild")
-        .choices(projectionNames())
-        .makeOptionMandatory(),
-    )
+    .requiredOption("--projection <name>", "projection to rebuild (of the config file, or an example)")
     .requiredOption("--group <id>", "the projection's consumer group (must be inactive)")
     .option(
       "--topic <topic...>",
@@ -53,12 +48,17 @@ export function rebuildCommand(): Command {
     .addOption(outputOption())
     .action(
       action(async (flags: RebuildFlags) => {
-        const config = configFrom(flags, {
-          REPLAYABLE_PROJECTION: flags.projection,
-          REPLAYABLE_GROUP_ID: flags.group,
-          REPLAYABLE_TOPICS: flags.topic?.join(","),
-        });
-        const projection = getProjection(config.projection);
+        const setup = await configFrom(
+          flags,
+          {
+            REPLAYABLE_PROJECTION: flags.projection,
+            REPLAYABLE_GROUP_ID: flags.group,
+            REPLAYABLE_TOPICS: flags.topic?.join(","),
+          },
+          { checkTables: true },
+        );
+        const { config } = setup;
+        const projection = setup.projection();
         const log = cliLogger(config);
         const admin = await KafkaAdmin.connect(cliKafka(config, log));
         const pool = createPool({ connectionString: config.databaseUrl, max: 2 });

@@ -19,7 +19,6 @@ import {
   configFrom,
   printJson,
   printTable,
-  projectionFor,
   withConnectionOptions,
   type ConnectionFlags,
 } from "../common.js";
@@ -73,11 +72,12 @@ export function replayCommand(): Command {
         const scope = flags.allTopics
           ? { allTopics: true as const }
           : { topics: parseTopicArgs(flags.topic!) };
-        const projection = flags.projection ?? projectionFor(flags.group);
-        const config = configFrom(flags, {
-          REPLAYABLE_PROJECTION: projection,
+        const setup = await configFrom(flags, {
+          REPLAYABLE_PROJECTION: flags.projection,
           REPLAYABLE_GROUP_ID: flags.group,
         });
+        const { config } = setup;
+        const projection = setup.projection(flags.group).name;
         const log = cliLogger(config);
         const admin = await KafkaAdmin.connect(cliKafka(config, log));
         const pool = createPool({ connectionString: config.databaseUrl, max: 2 });
@@ -86,7 +86,7 @@ export function replayCommand(): Command {
             admin,
             pool,
             groupId: flags.group,
-            projection: config.projection,
+            projection,
             scope,
             spec,
             execute: flags.execute === true,

@@ -1,14 +1,12 @@
 /** `replayable run`: run one member of a projection's consumer group until a signal stops it. */
-import { Command, Option } from "commander";
+import { Command } from "commander";
 import { redactUrl } from "../../config.js";
 import { ReplayableError, classifyPgError, errorMessage } from "../../errors.js";
-import { createPool } from "../../db/pool.js";
-import { migrate } from "../../db/migrate.js";
 import { ConsumerService } from "../../engine/consumerService.js";
 import { createLogger } from "../../logger.js";
-import { getProjection, projectionNames } from "../../projections/registry.js";
 import { action, configFrom, printError, withConnectionOptions, type ConnectionFlags } from "../common.js";
 import { onShutdownSignals } from "../signals.js";
+import { migrateAndCheck } from "./migrate.js";
 
 interface RunFlags extends ConnectionFlags {
   projection?: string;
@@ -25,10 +23,9 @@ export function runCommand(): Command {
     .description(
       "consume the projection's topics as a consumer group member and apply each record effectively once",
     )
-    .addOption(
-      new Option("--projection <name>", `projection to run (env REPLAYABLE_PROJECTION)`).choices(
-        projectionNames(),
-      ),
+    .option(
+      "--projection <name>",
+      "projection to run, of the config file or an example (env REPLAYABLE_PROJECTION; default: the config file's only projection)",
     )
     .option("--topic <topic...>", "topics to consume (env REPLAYABLE_TOPICS; default: the projection's)")
     .option("--group <id>", "consumer group id (env REPLAYABLE_GROUP_ID; default: the projection name)")
@@ -37,16 +34,28 @@ export function runCommand(): Command {
     .option("--no-migrate", "do not apply pending migrations at start")
     .action(
       action(async (flags: RunFlags) => {
-        const config = configFrom(flags, {
-          REPLAYABLE_PROJECTION: flags.projection,
-          REPLAYABLE_TOPICS: flags.topic?.join(","),
-          REPLAYABLE_GROUP_ID: flags.group,
-          REPLAYABLE_METRICS_HOST: flags.metricsHost,
-          REPLAYABLE_METRICS_PORT: flags.metricsPort,
-        });
-        const projection = getProjection(config.projection);
+        const setup = await configFrom(
+          flags,
+          {
+            REPLAYABLE_PROJECTION: flags.projection,
+            REPLAYABLE_TOPICS: flags.topic?.join(","),
+            REPLAYABLE_GROUP_ID: flags.group,
+            REPLAYABLE_METRICS_HOST: flags.metricsHost,
+            REPLAYABLE_METRICS_PORT: flags.metricsPort,
+          },
+          { checkTables: true },
+        );
+        const { config } = setup;
+        const projection = setup.projection();
         const log = createLogger(config.logLevel, { groupId: config.groupId, projection: projection.name });
-        log.info({ brokers: config.kafka.brokers, database: redactUrl(config.databaseUrl) }, "starting");
+        log.info(
+          {
+            brokers: config.kafka.brokers,
+            database: redactUrl(config.databaseUrl),
+            configFile: setup.configFile,
+          },
+          "starting",
+        );
         // An unreachable server at start is more often a wrong URL than an outage: say which setting.
         const unreachable = (error: unknown) =>
           classifyPgError(error).reason === "connection"
@@ -57,14 +66,11 @@ export function runCommand(): Command {
               )
             : error;
         if (flags.migrate) {
-          const pool = createPool({ connectionString: config.databaseUrl, max: 1 });
-          try {
-            await migrate(pool).catch((error: unknown) => {
+          await migrateAndCheck(config.databaseUrl, [projection], setup.configFile).catch(
+            (error: unknown) => {
               throw unreachable(error);
-            });
-          } finally {
-            await pool.end();
-          }
+            },
+          );
         }
         const service = new ConsumerService({ config, projection, log });
         const removeHandlers = onShutdownSignals(() => service.stop(), config.shutdownTimeoutMs, log);

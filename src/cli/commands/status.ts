@@ -3,7 +3,6 @@ import { Command } from "commander";
 import { createPool } from "../../db/pool.js";
 import { KafkaAdmin } from "../../kafka/admin.js";
 import { committedOffsetOrNone, compareOffsets, offsetDistance } from "../../offsets.js";
-import { getProjection } from "../../projections/registry.js";
 import { projectionTopics } from "../../replay/projectionTopics.js";
 import { readCheckpoints } from "../../sql/readCheckpoints.js";
 import {
@@ -14,7 +13,6 @@ import {
   configFrom,
   printJson,
   printTable,
-  projectionFor,
   withConnectionOptions,
   type ConnectionFlags,
 } from "../common.js";
@@ -89,13 +87,13 @@ export function statusCommand(): Command {
     .addOption(outputOption())
     .action(
       action(async (flags: StatusFlags) => {
-        const config = configFrom(flags, {
-          REPLAYABLE_PROJECTION:
-            flags.projection ?? (flags.group === undefined ? undefined : projectionFor(flags.group)),
+        const setup = await configFrom(flags, {
+          REPLAYABLE_PROJECTION: flags.projection,
           REPLAYABLE_TOPICS: flags.topic?.join(","),
           REPLAYABLE_GROUP_ID: flags.group,
         });
-        const projection = getProjection(config.projection);
+        const { config } = setup;
+        const projection = setup.projection(flags.group);
         const log = cliLogger(config);
         const admin = await KafkaAdmin.connect(cliKafka(config, log));
         const pool = createPool({ connectionString: config.databaseUrl, max: 1 });

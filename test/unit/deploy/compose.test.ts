@@ -191,7 +191,7 @@ describe("compose.yaml", () => {
 
   it("creates the ledger projection's topic, migrates, then runs the consumer with /metrics reachable", () => {
     expect(service("kafka-init").command).toContain("ledger-events");
-    expect(service("migrate").command).toEqual(["migrate"]);
+    expect(service("migrate").command).toEqual(["migrate", "--projection", "ledger"]);
     const replayable = service("replayable");
     expect(replayable.command?.slice(0, 3)).toEqual(["run", "--projection", "ledger"]);
     expect(replayable.depends_on).toMatchObject({

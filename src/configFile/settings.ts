@@ -1,0 +1,57 @@
+/**
+ * The settings a config file may hold, each named after its environment variable in camelCase
+ * without the `REPLAYABLE_` prefix (`REPLAYABLE_DB_POOL_SIZE` → `dbPoolSize`, `KAFKA_BROKERS` →
+ * `kafkaBrokers`). The README's "Configuration" table lists them.
+ */
+import type { ConfigVariable } from "../config.js";
+
+/** Each config-file setting and the environment variable it stands for. */
+export const SETTING_VARIABLES = {
+  kafkaBrokers: "KAFKA_BROKERS",
+  kafkaClientId: "KAFKA_CLIENT_ID",
+  databaseUrl: "DATABASE_URL",
+  projection: "REPLAYABLE_PROJECTION",
+  topics: "REPLAYABLE_TOPICS",
+  groupId: "REPLAYABLE_GROUP_ID",
+  partitionsConcurrently: "REPLAYABLE_PARTITIONS_CONCURRENTLY",
+  prefetch: "REPLAYABLE_PREFETCH",
+  maxBatchRecords: "REPLAYABLE_MAX_BATCH_RECORDS",
+  maxBatchBytes: "REPLAYABLE_MAX_BATCH_BYTES",
+  maxRecordBytes: "REPLAYABLE_MAX_RECORD_BYTES",
+  sessionTimeoutMs: "REPLAYABLE_SESSION_TIMEOUT_MS",
+  heartbeatIntervalMs: "REPLAYABLE_HEARTBEAT_INTERVAL_MS",
+  shutdownTimeoutMs: "REPLAYABLE_SHUTDOWN_TIMEOUT_MS",
+  retryInitialMs: "REPLAYABLE_RETRY_INITIAL_MS",
+  retryMaxMs: "REPLAYABLE_RETRY_MAX_MS",
+  dbPoolSize: "REPLAYABLE_DB_POOL_SIZE",
+  metricsHost: "REPLAYABLE_METRICS_HOST",
+  metricsPort: "REPLAYABLE_METRICS_PORT",
+  progressIntervalMs: "REPLAYABLE_PROGRESS_INTERVAL_MS",
+  lagRefreshMs: "REPLAYABLE_LAG_REFRESH_MS",
+  stallTimeoutMs: "REPLAYABLE_STALL_TIMEOUT_MS",
+  dlqTopic: "REPLAYABLE_DLQ_TOPIC",
+  logLevel: "LOG_LEVEL",
+} as const satisfies Record<string, ConfigVariable>;
+
+/** A setting's name in the config file. */
+export type SettingName = keyof typeof SETTING_VARIABLES;
+
+/**
+ * Settings in a config file: the same values as the environment variables take, as a string, a
+ * number, a boolean, or (for lists such as `kafkaBrokers` and `topics`) an array of strings.
+ * Environment variables override them, and flags override both.
+ */
+export type ConfigFileSettings = {
+  readonly [K in SettingName]?: string | number | boolean | readonly string[];
+};
+
+/**
+ * The value of a setting as its environment variable would hold it: arrays joined with commas.
+ * Undefined for a value of another type (an object, a function), which the caller reports.
+ */
+export function settingText(value: unknown): string | undefined {
+  if (typeof value === "string") return value;
+  if (typeof value === "number" || typeof value === "boolean") return String(value);
+  if (Array.isArray(value) && value.every((v) => typeof v === "string")) return value.join(",");
+  return undefined;
+}
