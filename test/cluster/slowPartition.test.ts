@@ -123,7 +123,7 @@ describe("one slow or failing partition beside healthy ones", () => {
     await service.start();
     await waitFor("partition 0 waiting on the gate row lock", async () => {
       const r = await stack.db.pool.query(
-        "SELECT 1 FROM pg_locks WHERE NOT granted AND locktype IN ('transactionid', 'tuple')",
+        "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
       );
       return (r.rowCount ?? 0) > 0 ? true : undefined;
     });

@@ -16,7 +16,8 @@ const stack = useStack();
 async function lockSessions(): Promise<number[]> {
   const r = await stack.db.pool.query<{ pid: number }>(
     `SELECT a.pid FROM pg_stat_activity a JOIN pg_locks l ON l.pid = a.pid
-      WHERE a.application_name = 'replayable:ledger:lock' AND l.locktype = 'advisory' AND l.granted`,
+      WHERE a.datname = current_database() AND a.application_name = 'replayable:ledger:lock'
+        AND l.locktype = 'advisory' AND l.granted`,
   );
   return r.rows.map((row) => row.pid);
 }
