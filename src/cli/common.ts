@@ -159,7 +159,17 @@ async function tableProblems(
   if (projections.length === 0) return [];
   const pool = createPool({ connectionString: databaseUrl, max: 1 });
   try {
-    return await missingTableProblems(pool, projections, label);
+    const problems = await missingTableProblems(pool, projections, label);
+    // A projection's own checks (a zero-code sink's mapping) only once its tables exist.
+    for (const projection of projections) {
+      if (
+        projection.validate === undefined ||
+        problems.some((p) => p.includes(`projection ${projection.name}:`))
+      )
+        continue;
+      problems.push(...(await projection.validate(pool)).map((line) => `  ${label}: ${line}`));
+    }
+    return problems;
   } catch (error) {
     if (classifyPgError(error).reason === "connection") return [];
     throw error;

@@ -1,13 +1,16 @@
 /**
  * Zero-code projections: an entry of the config file's `projections` that is a declaration
- * (`{ kind: "upsert", ... }`) rather than a {@link ProjectionDefinition} becomes a projection here.
- *
- * HOOK for the upsert sink (issue 12, built on its own branch): when it is merged, parse
- * `declaration` with `upsertProjectionSpecSchema` (src/projections/upsert/) and turn the result
- * into a projection with `upsertProjection(spec)`; keep the `{ ok: false, problems }` shape so its
- * problems are reported with every other problem of the config file.
+ * (`{ kind: "upsert", ... }`) rather than a {@link ProjectionDefinition} becomes a projection here:
+ * the upsert sink of docs/upsert-sink.md (src/projections/upsert/). Its problems are reported with
+ * every other problem of the config file; its mapping is checked against the database at start-up.
  */
 import type { RegisteredProjection } from "../projections/registry.js";
+import { upsertProjection } from "../projections/upsert/upsertProjection.js";
+import {
+  upsertProjectionSpecSchema,
+  upsertSpecProblems,
+} from "../projections/upsert/upsertProjectionSpec.js";
+import { validateUpsertProjection } from "../projections/upsert/validateUpsertProjection.js";
 
 /** The `kind`s of declarations the config file accepts. */
 export const DECLARATION_KINDS = ["upsert"] as const;
@@ -38,10 +41,25 @@ export function projectionFromDeclaration(
   context: DeclarationContext,
 ): DeclarationResult {
   void context;
+  const parsed = upsertProjectionSpecSchema.safeParse(declaration);
+  if (!parsed.success)
+    return {
+      ok: false,
+      problems: upsertSpecProblems(declaration).map((p) =>
+        p.path === "" ? p.message : `${p.path}: ${p.message}`,
+      ),
+    };
+  const spec = parsed.data;
   return {
-    ok: false,
-    problems: [
-      `kind "${declaration.kind}": zero-code projections are not part of this build yet; write it with defineProjection()`,
-    ],
+    ok: true,
+    projection: {
+      ...(upsertProjection(spec) as RegisteredProjection),
+      origin: "config",
+      migrationsFolder: undefined,
+      validate: async (pool) =>
+        (await validateUpsertProjection(spec, pool)).map(
+          (p) => `projection ${spec.name}: ${p.path === "" ? "" : `${p.path}: `}${p.message}`,
+        ),
+    },
   };
 }

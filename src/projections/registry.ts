@@ -3,6 +3,7 @@
  * config file, then the examples this package ships (`ledger`, `github`) under names the config
  * file does not use. Every command resolves names here.
  */
+import type pg from "pg";
 import { join } from "node:path";
 import { ReplayableError } from "../errors.js";
 import { packageRoot } from "../packageRoot.js";
@@ -16,6 +17,11 @@ export interface RegisteredProjection extends Projection<unknown> {
   readonly migrationsFolder?: string | undefined;
   /** `config`: from the config file; `example`: shipped with the package. */
   readonly origin: "config" | "example";
+  /**
+   * A start-up check against the database beyond its tables existing (e.g. a zero-code sink's
+   * column mapping): one line per problem, each naming the field and the fix; empty when fine.
+   */
+  readonly validate?: (pool: pg.Pool) => Promise<string[]>;
 }
 
 /** The shipped examples, with their migrations in `drizzle/<name>/`. */

@@ -1,0 +1,122 @@
+/**
+ * The zero-code upsert sink declared in a config file (docs/upsert-sink.md), through the CLI in a
+ * subprocess from a folder outside the repository: `run` until caught up (upserts, a tombstone
+ * deleting a row, a bad record dead-lettered naming the field), `replay --to-earliest --execute`
+ * then `run` again (table unchanged, duplicates counted); and a mapping the database contradicts is
+ * refused at start-up with every problem listed, exit 2.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { expect, it, onTestFinished } from "vitest";
+import { produceRecords } from "../../../src/kafka/producer.js";
+import { runCli, scrapeMetric, startCliInTest } from "../../helpers/process.js";
+import { BROKERS, testKafka, uniqueName, useStack, waitForCaughtUp } from "../../helpers/stack.js";
+
+const stack = useStack();
+
+function tempFolder(): string {
+  const dir = mkdtempSync(join(tmpdir(), "replayable-upsert-"));
+  onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+function writeConfig(dir: string, topic: string, columns: string): void {
+  writeFileSync(
+    join(dir, "replayable.config.mjs"),
+    `import { defineConfig } from "replayable";
+export default defineConfig({
+  projections: [
+    {
+      kind: "upsert",
+      name: "customers",
+      topics: [${JSON.stringify(topic)}],
+      table: "crm.customers",
+      mode: "upsert",
+      key: { from: "record-key", column: "id", type: "bigint" },
+      columns: ${columns},
+      deleteOnTombstone: true,
+    },
+  ],
+});
+`,
+  );
+}
+
+async function rows(): Promise<string[]> {
+  const r = await stack.db.pool.query<{ row: string }>(
+    "SELECT id || ':' || email || ':' || visits AS row FROM crm.customers ORDER BY id",
+  );
+  return r.rows.map((x) => x.row);
+}
+
+it("an upsert sink from the config file: upserts, a tombstone, a bad field dead-lettered; a replay leaves the table unchanged", async () => {
+  const topic = uniqueName("customers");
+  const group = uniqueName("g");
+  await stack.admin.createTopic(topic, 2);
+  await stack.db.pool.query(
+    "CREATE SCHEMA crm; CREATE TABLE crm.customers (id bigint PRIMARY KEY, email text NOT NULL, visits integer)",
+  );
+  const dir = tempFolder();
+  writeConfig(dir, topic, `{ email: { type: "text", required: true }, visits: { type: "integer" } }`);
+  const json = (email: string, visits: number | string) => JSON.stringify({ email, visits });
+  await produceRecords(testKafka(), topic, [
+    { key: "1", value: json("a@x", 1), partition: 0 },
+    { key: "2", value: json("b@x", 1), partition: 1 },
+    { key: "1", value: json("a2@x", 2), partition: 0 },
+    { key: "3", value: json("c@x", 1), partition: 0 },
+    { key: "3", value: null, partition: 0 }, // tombstone: deletes 3
+    { key: "2", value: json("b@x", "many"), partition: 1 }, // not an integer: dead letter
+    { key: "4", value: json("d@x", 7), partition: 1 },
+  ]);
+  const env = { KAFKA_BROKERS: BROKERS.join(","), DATABASE_URL: stack.db.url, REPLAYABLE_GROUP_ID: group };
+  const first = startCliInTest(["run", "--no-migrate"], env, { cwd: dir });
+  await waitForCaughtUp(stack.admin, group, topic);
+  expect(await rows()).toEqual(["1:a2@x:2", "2:b@x:1", "4:d@x:7"]);
+  first.child.kill("SIGTERM");
+  expect((await first.exited).code).toBe(0);
+  const letters = await stack.db.pool.query<{ message: string }>(
+    "SELECT error_message AS message FROM replayable.dead_letters WHERE projection = 'customers'",
+  );
+  expect(letters.rows).toHaveLength(1);
+  expect(letters.rows[0]!.message).toContain("visits");
+
+  const replay = await runCli(
+    ["replay", "--group", group, "--topic", topic, "--to-earliest", "--execute"],
+    env,
+    {
+      cwd: dir,
+    },
+  );
+  expect(replay.code, replay.stderr).toBe(0);
+  const again = startCliInTest(["run", "--no-migrate"], env, { cwd: dir });
+  const port = await again.metricsPort();
+  await waitForCaughtUp(stack.admin, group, topic);
+  expect(await rows()).toEqual(["1:a2@x:2", "2:b@x:1", "4:d@x:7"]);
+  expect(await scrapeMetric(port, "replayable_duplicates_total", { key: "offset" })).toBe(7);
+  expect(await scrapeMetric(port, "replayable_records_applied_total")).toBe(0);
+});
+
+it("an upsert sink whose mapping the database contradicts is refused at start-up with every problem, exit 2", async () => {
+  const topic = uniqueName("customers");
+  await stack.admin.createTopic(topic, 1);
+  await stack.db.pool.query(
+    "CREATE SCHEMA crm; CREATE TABLE crm.customers (id bigint PRIMARY KEY, email text NOT NULL, visits integer)",
+  );
+  const dir = tempFolder();
+  writeConfig(
+    dir,
+    topic,
+    `{ email: { type: "text" }, visits: { type: "uuid" }, nickname: { type: "text" } }`,
+  );
+  const run = await runCli(
+    ["run", "--no-migrate"],
+    { KAFKA_BROKERS: BROKERS.join(","), DATABASE_URL: stack.db.url },
+    {
+      cwd: dir,
+    },
+  );
+  expect(run.code, run.stderr).toBe(2);
+  expect(run.stderr).toContain("nickname");
+  expect(run.stderr).toContain("visits");
+});
