@@ -12,8 +12,10 @@ import { createLogger } from "../../../src/logger.js";
 import { ledgerProjection } from "../../../src/projections/ledger/ledgerProjection.js";
 import { metricOf } from "../../helpers/inProcess.js";
 import { ledgerChecksumOf, produceLedger } from "../../helpers/ledger.js";
-import { committedOf } from "../../helpers/replay.js";
-import { BROKERS, uniqueName, useStack, waitFor, waitForCaughtUp } from "../../helpers/stack.js";
+import { combinedChecksum, committedOf } from "../../helpers/replay.js";
+import { generateLedgerStream } from "../../../src/projections/ledger/generate.js";
+import { produceRecords } from "../../../src/kafka/producer.js";
+import { BROKERS, testKafka, uniqueName, useStack, waitFor, waitForCaughtUp } from "../../helpers/stack.js";
 
 const stack = useStack();
 
@@ -59,6 +61,20 @@ it("one transaction slot and partition 0's checkpoint row locked elsewhere: the 
   onTestFinished(() => service.stop());
   await service.start();
 
+  // Partition 0's transaction waits on the lock; only then do new records arrive on partition 1,
+  // so they need the slot partition 0's transaction would hold for as long as the lock is held.
+  await waitFor("partition 0 waiting on its checkpoint row lock", async () => {
+    const r = await stack.db.pool.query(
+      "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
+    );
+    return (r.rowCount ?? 0) > 0 ? true : undefined;
+  });
+  const more = generateLedgerStream({ count: 200, duplicateRate: 0, seed: 10, idPrefix: "more-" });
+  await produceRecords(
+    testKafka(),
+    topic,
+    more.records.map((r) => ({ ...r, partition: 1 })),
+  );
   const ends = await stack.admin.topicOffsets(topic);
   await waitFor(
     "partitions 1 and 2 committed to their high watermarks while partition 0 is locked",
@@ -76,7 +92,7 @@ it("one transaction slot and partition 0's checkpoint row locked elsewhere: the 
 
   await release();
   await waitForCaughtUp(stack.admin, group, topic);
-  expect(await ledgerChecksumOf(stack.db.pool)).toBe(stream.checksum);
+  expect(await ledgerChecksumOf(stack.db.pool)).toBe(combinedChecksum(stream, more));
   await service.stop();
   expect(await service.done).toEqual({ kind: "stopped" });
 });
