@@ -4,7 +4,7 @@ SHELL := /bin/bash
 export KAFKA_BROKERS ?= 127.0.0.1:$(or $(KAFKA_PORT),9092)
 export DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/test
 
-.PHONY: help install up down pg migrate build typecheck lint test test-unit test-int test-cluster demo bench clean
+.PHONY: help install up down pg prometheus migrate build typecheck lint test test-unit test-int test-cluster demo bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -17,6 +17,9 @@ install: node_modules/.package-lock.json ## npm ci when package-lock.json change
 
 pg: ## make sure PostgreSQL answers on 127.0.0.1:5432 (starts the local cluster if down)
 	@scripts/ensure-postgres.sh
+
+prometheus: ## make sure promtool and prometheus are installed (the Debian package, for the metrics tests)
+	@scripts/ensure-prometheus.sh
 
 up: install pg ## start the local single-node Kafka (KRaft) and check PostgreSQL; harmless twice
 	@scripts/kafka/kafka.sh up
@@ -40,7 +43,7 @@ lint: install ## eslint (type-checked rules) and prettier --check
 test-unit: install ## unit tests (no services)
 	npm run test:unit
 
-test-int: up ## integration tests against real Kafka and PostgreSQL
+test-int: up prometheus ## integration tests against real Kafka and PostgreSQL (and a real Prometheus)
 	npm run test:int
 
 test-cluster: install pg ## leader changes and broker faults on a local three-broker cluster (started by the tests)

@@ -23,6 +23,9 @@ pg.types.setTypeParser(20, (value: string) => value);
 /**
  * Creates a node-postgres pool. Errors of idle clients (a restarted server) are
  * passed to `onError` instead of crashing the process; the pool replaces the client.
+ * pg-pool sets `error.client` (the whole pg Client, with its prepared statements) on such an
+ * error: it is made non-enumerable first, so a logger's error serializer, which copies the
+ * enumerable fields, prints the error and not the client (any pino logger, not only ours).
  */
 export function createPool(options: PoolOptions, onError: (error: Error) => void = () => undefined): pg.Pool {
   const pool = new pg.Pool({
@@ -31,7 +34,11 @@ export function createPool(options: PoolOptions, onError: (error: Error) => void
     connectionTimeoutMillis: options.connectionTimeoutMs ?? 10_000,
     application_name: options.applicationName ?? "replayable",
   });
-  pool.on("error", onError);
+  pool.on("error", (error) => {
+    if (Object.prototype.propertyIsEnumerable.call(error, "client"))
+      Object.defineProperty(error, "client", { enumerable: false });
+    onError(error);
+  });
   return pool;
 }
 

@@ -8,6 +8,7 @@ import { ReplayableError } from "../errors.js";
 import type { KafkaAdmin } from "../kafka/admin.js";
 import { committedOffsetOrNone } from "../offsets.js";
 import { readCheckpoints } from "../sql/readCheckpoints.js";
+import { assertTopicsOnCluster } from "./missingTopics.js";
 import type { PartitionState } from "./planReset.js";
 import type { TopicArg } from "./topicPartitions.js";
 
@@ -18,13 +19,22 @@ export type PartitionScope = { readonly allTopics: true } | { readonly topics: r
  * Reads the state of each partition in `scope`, sorted by topic and partition.
  * @param timestampMs when set, also the offset of the first record at or after it (the high
  *   watermark when none), for `--to-datetime` / `--by-duration`.
- * @throws ReplayableError NOT_FOUND for a topic that does not exist, or `--all-topics` on a group
- *   without committed offsets; CONFIG_INVALID for a partition the topic does not have.
+ * @param topicSource where the names of `scope.topics` came from, for the error naming a topic
+ *   that does not exist (default `--topic`).
+ * @throws ReplayableError CONFIG_INVALID for a topic that does not exist (naming it and
+ *   `topicSource`) or a partition the topic does not have; NOT_FOUND for `--all-topics` on a group
+ *   without committed offsets.
  */
 export async function readPartitionStates(
   admin: KafkaAdmin,
   db: pg.Pool | pg.ClientBase,
-  options: { groupId: string; projection: string; scope: PartitionScope; timestampMs?: number },
+  options: {
+    groupId: string;
+    projection: string;
+    scope: PartitionScope;
+    timestampMs?: number;
+    topicSource?: string;
+  },
 ): Promise<PartitionState[]> {
   const { groupId, projection, scope } = options;
   let wanted: TopicArg[];
@@ -40,16 +50,17 @@ export async function readPartitionStates(
     for (const c of committed) byTopic.set(c.topic, [...(byTopic.get(c.topic) ?? []), c.partition]);
     wanted = [...byTopic].map(([topic, partitions]) => ({ topic, partitions }));
   } else wanted = [...scope.topics];
+  await assertTopicsOnCluster(
+    admin,
+    wanted.map((w) => w.topic),
+    "allTopics" in scope
+      ? `--all-topics: group ${groupId} has committed offsets for it`
+      : (options.topicSource ?? "--topic"),
+  );
 
   const checkpoints = await readCheckpoints(db, projection);
   const states: PartitionState[] = [];
   for (const { topic, partitions } of wanted) {
-    if (!(await admin.topicExists(topic))) {
-      throw new ReplayableError(
-        "NOT_FOUND",
-        `topic ${topic} does not exist (check the name with \`status\`)`,
-      );
-    }
     const offsets = await admin.topicOffsets(topic);
     const chosen = partitions ?? offsets.map((o) => o.partition);
     const missing = chosen.filter((p) => !offsets.some((o) => o.partition === p));

@@ -10,9 +10,46 @@ import type { Projection } from "../projection.js";
 import { readCheckpoints } from "../sql/readCheckpoints.js";
 
 /**
+ * The topics to act on and where their names came from: `named` by the operator (--topic or
+ * REPLAYABLE_TOPICS), `found` in the group's committed offsets or the projection's checkpoints
+ * (such a topic may have been deleted since), or the projection's `default` topics.
+ */
+export interface ResolvedTopics {
+  readonly topics: string[];
+  readonly source: "named" | "found" | "default";
+  /** How to name `source` in a message about one of the topics, e.g. "--topic or REPLAYABLE_TOPICS". */
+  readonly label: string;
+}
+
+/**
  * The topics to act on: `named` when given; else the group's committed topics and the
  * projection's checkpointed topics (sorted, each once); else the projection's default topics.
  */
+export async function resolveProjectionTopics(
+  admin: KafkaAdmin,
+  db: pg.Pool | pg.ClientBase,
+  projection: Pick<Projection<unknown>, "name" | "defaultTopics">,
+  groupId: string,
+  named: readonly string[],
+): Promise<ResolvedTopics> {
+  if (named.length > 0) return { topics: [...named], source: "named", label: "--topic or REPLAYABLE_TOPICS" };
+  const committed = (await admin.groupCommittedOffsets(groupId)).map((c) => c.topic);
+  const checkpointed = (await readCheckpoints(db, projection.name)).map((c) => c.topic);
+  const found = [...new Set([...committed, ...checkpointed])].sort();
+  if (found.length > 0)
+    return {
+      topics: found,
+      source: "found",
+      label: `group ${groupId} has committed offsets or projection ${projection.name} has checkpoints for it`,
+    };
+  return {
+    topics: [...projection.defaultTopics],
+    source: "default",
+    label: `projection ${projection.name}'s default topics; name others with --topic`,
+  };
+}
+
+/** The topics of {@link resolveProjectionTopics}, without their source. */
 export async function projectionTopics(
   admin: KafkaAdmin,
   db: pg.Pool | pg.ClientBase,
@@ -20,9 +57,5 @@ export async function projectionTopics(
   groupId: string,
   named: readonly string[],
 ): Promise<string[]> {
-  if (named.length > 0) return [...named];
-  const committed = (await admin.groupCommittedOffsets(groupId)).map((c) => c.topic);
-  const checkpointed = (await readCheckpoints(db, projection.name)).map((c) => c.topic);
-  const found = [...new Set([...committed, ...checkpointed])].sort();
-  return found.length > 0 ? found : [...projection.defaultTopics];
+  return (await resolveProjectionTopics(admin, db, projection, groupId, named)).topics;
 }

@@ -15,14 +15,14 @@
  * A dry run by default.
  */
 import type pg from "pg";
-import { ReplayableError } from "../errors.js";
 import type { KafkaAdmin } from "../kafka/admin.js";
 import type { Logger } from "../logger.js";
 import { offsetDistance } from "../offsets.js";
 import type { Projection } from "../projection.js";
 import { countEventIdsBelow, countEventIdsByPartition, deleteEventIdsBelow } from "../sql/pruneEventIds.js";
 import { readCheckpoints, type CheckpointRow } from "../sql/readCheckpoints.js";
-import { projectionTopics } from "./projectionTopics.js";
+import { missingTopicsError, topicsNotOnCluster } from "./missingTopics.js";
+import { resolveProjectionTopics } from "./projectionTopics.js";
 
 /** One partition's event-id rows and what pruning removes (or would remove). Counts are decimal strings. */
 export interface PrunePartition {
@@ -97,24 +97,22 @@ export interface PruneOptions {
  * running group), deletes them (one DELETE per partition). Partitions of topics that no longer
  * exist are reported and left alone: without a log there is no log start offset to prove a record
  * gone (the topic may be recreated and the events re-sent).
- * @throws the KafkaJS error when Kafka cannot be read; ReplayableError NOT_FOUND for a named topic
- *   that does not exist.
+ * @throws the KafkaJS error when Kafka cannot be read; ReplayableError CONFIG_INVALID for a named
+ *   (or default) topic that does not exist.
  */
 export async function prune(options: PruneOptions): Promise<PruneResult> {
   const { admin, pool, projection, groupId, execute } = options;
   const name = projection.name;
   const counts = await countEventIdsByPartition(pool, name);
-  const named = await projectionTopics(admin, pool, projection, groupId, options.topics);
-  const topics = [...new Set([...named, ...counts.map((c) => c.topic)])].sort();
+  const resolved = await resolveProjectionTopics(admin, pool, projection, groupId, options.topics);
+  const topics = [...new Set([...resolved.topics, ...counts.map((c) => c.topic)])].sort();
+  const absent = await topicsNotOnCluster(admin, topics);
+  // A topic named (or defaulted) that does not exist is a usage error; the event ids of a topic
+  // deleted since are kept (reported without a log start offset).
+  const unknown = resolved.topics.filter((t) => absent.includes(t) && !counts.some((c) => c.topic === t));
+  if (resolved.source !== "found" && unknown.length > 0) throw missingTopicsError(unknown, resolved.label);
   const ends = new Map<string, { partition: number; logStartOffset: string; highWatermark: string }[]>();
-  for (const topic of topics) {
-    if (await admin.topicExists(topic)) ends.set(topic, await admin.topicOffsets(topic));
-    else if (options.topics.includes(topic))
-      throw new ReplayableError(
-        "NOT_FOUND",
-        `--topic: topic ${topic} does not exist (check the name with \`status\`)`,
-      );
-  }
+  for (const topic of topics) if (!absent.includes(topic)) ends.set(topic, await admin.topicOffsets(topic));
 
   let unread = unreadPartitions(ends, await readCheckpoints(pool, name));
   if (execute && unread.length > 0 && options.waitMs > 0) {

@@ -25,7 +25,8 @@ import {
   supersedeDeadLetters,
   type HandedBack,
 } from "../sql/supersedeDeadLetters.js";
-import { projectionTopics } from "./projectionTopics.js";
+import { missingTopicsError, topicsNotOnCluster } from "./missingTopics.js";
+import { resolveProjectionTopics } from "./projectionTopics.js";
 import { readCheckpoints } from "../sql/readCheckpoints.js";
 import { projectionLockedMessage, withExclusiveProjectionLock } from "./exclusiveLock.js";
 import { groupActiveMessage } from "./groupActivity.js";
@@ -109,7 +110,7 @@ export type RebuildOutcome =
 
 /**
  * Plans the rebuild and, with `execute`, runs it (Kafka first, then one database transaction).
- * @throws ReplayableError NOT_FOUND for a named topic that does not exist; KAFKA when resetting the
+ * @throws ReplayableError CONFIG_INVALID for a named (or default) topic that does not exist; KAFKA when resetting the
  *   group fails (the database is untouched); DATABASE when the transaction fails after the group was
  *   reset (the dedupe state is intact, so the next run only counts duplicates: run `rebuild` again).
  */
@@ -190,19 +191,21 @@ export async function planRebuild(
   db: pg.Pool | pg.ClientBase,
 ): Promise<RebuildPlan> {
   const { admin, projection, groupId } = options;
-  const named = await projectionTopics(admin, db, projection, groupId, options.topics);
+  const resolved = await resolveProjectionTopics(admin, db, projection, groupId, options.topics);
   const checkpointTopics = [...new Set((await readCheckpoints(db, projection.name)).map((c) => c.topic))];
-  const missingTopics: string[] = [];
-  const topics = [...named];
-  for (const topic of checkpointTopics) {
-    if (topics.includes(topic)) continue;
-    if (await admin.topicExists(topic)) topics.push(topic);
-    else missingTopics.push(topic);
-  }
+  const absent = await topicsNotOnCluster(admin, [...new Set([...resolved.topics, ...checkpointTopics])]);
+  // A topic named (or defaulted) that does not exist is a usage error. One with checkpoints that
+  // was deleted since is history gone (refused unless --force); one found only in the group's
+  // committed offsets has nothing to reset.
+  const unknown = resolved.topics.filter((t) => absent.includes(t) && !checkpointTopics.includes(t));
+  if (resolved.source !== "found" && unknown.length > 0) throw missingTopicsError(unknown, resolved.label);
+  const missingTopics = checkpointTopics.filter((t) => absent.includes(t));
+  const topics = [...new Set([...resolved.topics, ...checkpointTopics])].filter((t) => !absent.includes(t));
   const states = await readPartitionStates(admin, db, {
     groupId,
     projection: projection.name,
     scope: { topics: topics.map((topic) => ({ topic })) },
+    topicSource: resolved.label,
   });
   const group = await admin.describeGroup(groupId);
   const dedupe = await countDedupeState(db, projection.name);

@@ -59,8 +59,9 @@ export type ReplayOutcome =
  * Plans the reset and, with `execute`, commits it: under the projection's exclusive advisory lock
  * (no `run` of it can start meanwhile), only when the group is Empty, then reads the committed
  * offsets back to confirm.
- * @throws ReplayableError CONFIG_INVALID / NOT_FOUND for bad flags, a missing topic or partition;
- *   KAFKA when the committed offsets read back differ from the plan.
+ * @throws ReplayableError CONFIG_INVALID for bad flags, a topic that does not exist or a missing
+ *   partition; NOT_FOUND for `--all-topics` on a group without committed offsets; KAFKA when the
+ *   committed offsets read back differ from the plan.
  * @example
  * const outcome = await replay({ admin, pool, groupId: "ledger", projection: "ledger",
  *   scope: { allTopics: true }, spec: { kind: "to-earliest" }, execute: false, log });

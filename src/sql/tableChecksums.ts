@@ -1,7 +1,12 @@
 /** Order-independent fingerprints of derived tables, to show a replay left them unchanged. */
 import pg from "pg";
 
-/** Row count and an MD5 over the rows' text forms sorted. */
+/**
+ * Row count and an MD5 over the rows' text forms sorted: every column, so a value a projection
+ * takes from the record (the ledger's `paid_at`, the record timestamp) counts too. Equal before and
+ * after a replay or rebuild of the same log; two logs of the same events produced at different
+ * times differ where such a column does.
+ */
 export interface TableChecksum {
   readonly table: string;
   readonly rows: string;

@@ -111,6 +111,8 @@ function report(result: PruneResult, execute: boolean, output: "table" | "json")
     );
     const t = result.totals;
     if (result.executed) out(`Deleted ${t.deleted} of ${t.eventIds} event ids.`);
+    else if (!refused && t.prunable === "0")
+      out(`0 of ${t.eventIds} event ids are below the log start offset: nothing to delete.`);
     else if (!refused) {
       out(`${t.prunable} of ${t.eventIds} event ids are below the log start offset.`);
       out(

@@ -3,7 +3,8 @@ import { Command } from "commander";
 import { createPool } from "../../db/pool.js";
 import { KafkaAdmin } from "../../kafka/admin.js";
 import { committedOffsetOrNone, compareOffsets, offsetDistance } from "../../offsets.js";
-import { projectionTopics } from "../../replay/projectionTopics.js";
+import { missingTopicsError, topicsNotOnCluster } from "../../replay/missingTopics.js";
+import { resolveProjectionTopics } from "../../replay/projectionTopics.js";
 import { readCheckpoints } from "../../sql/readCheckpoints.js";
 import {
   action,
@@ -98,11 +99,26 @@ export function statusCommand(): Command {
         const admin = await KafkaAdmin.connect(cliKafka(config, log));
         const pool = createPool({ connectionString: config.databaseUrl, max: 1 });
         try {
-          const topics = await projectionTopics(admin, pool, projection, config.groupId, config.topics);
+          const resolved = await resolveProjectionTopics(
+            admin,
+            pool,
+            projection,
+            config.groupId,
+            config.topics,
+          );
           const rows: PartitionStatus[] = [];
           const warnings: string[] = [];
-          const committed = await admin.committedOffsets(config.groupId, topics);
           const checkpoints = await readCheckpoints(pool, projection.name);
+          // A topic named (or defaulted) that does not exist is a usage error; one found in the
+          // group's offsets or the checkpoints was deleted since: a warning, the rest is shown.
+          const gone = await topicsNotOnCluster(admin, resolved.topics);
+          if (gone.length > 0 && resolved.source !== "found") throw missingTopicsError(gone, resolved.label);
+          for (const topic of gone)
+            warnings.push(
+              `topic ${topic}: ${checkpoints.some((c) => c.topic === topic) ? "the projection has checkpoints" : "the group has committed offsets"} for it, but it no longer exists on the cluster`,
+            );
+          const topics = resolved.topics.filter((t) => !gone.includes(t));
+          const committed = topics.length === 0 ? [] : await admin.committedOffsets(config.groupId, topics);
           for (const topic of topics) {
             for (const p of await admin.topicOffsets(topic)) {
               const { row, warning } = partitionStatus(

@@ -223,4 +223,27 @@ describe("prune and unread records", () => {
       await member.exited;
     }
   });
+
+  it("a dry run with no event id below the log start offset says there is nothing to delete, not to add --execute", async () => {
+    // Regression (newcomer report): `0 of N event ids are below the log start offset.` was followed
+    // by "add --execute to delete them".
+    const topic = uniqueName("prune-none");
+    const group = uniqueName("g");
+    const stream = await produceLedger(stack.admin, topic, { count: 20, partitions: 1, seed: 62 });
+    await runUntilRead(stack.admin, stack.db.url, topic, group, 20);
+    const dry = await runCli([
+      "prune",
+      "--projection",
+      "ledger",
+      "--group",
+      group,
+      "--database-url",
+      stack.db.url,
+    ]);
+    expect(dry.code, dry.stderr).toBe(0);
+    expect(dry.stdout).toContain(
+      `0 of ${stream.events} event ids are below the log start offset: nothing to delete.`,
+    );
+    expect(dry.stdout).not.toContain("--execute");
+  });
 });
