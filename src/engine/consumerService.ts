@@ -514,13 +514,22 @@ export class ConsumerService {
       if (result === undefined) return;
       this.checkpoints.remember(topic, partition, result.checkpoint, epoch);
       await failpoint("after-db-commit");
-      const commit = await control.commit(result.nextOffset);
-      this.metrics.offsetCommits.inc({ result: commit });
-      await failpoint("after-offset-commit");
-      this.record(batch, result, commit, log);
-      if (this.dlq !== undefined && result.deadLettered.length > 0) await this.publish(result, log);
-      this.metrics.batchDuration.observe({ topic }, seconds(started));
-      this.batchCommitted(batch, chunk, result, commit, cached !== undefined, started, log);
+      // DESIGN.md step 8, without holding up the partition's next transaction: KafkaJS sends the
+      // offset commit on the connection its fetches use, where it can wait behind a fetch in flight
+      // (a long poll of caught-up partitions). The commits of a partition still leave one after
+      // another, in offset order, and a graceful stop waits for them (GroupConsumer).
+      const fastPath = cached !== undefined;
+      void control
+        .commit(result.nextOffset)
+        .then(async (commit) => {
+          this.metrics.offsetCommits.inc({ result: commit });
+          await failpoint("after-offset-commit");
+          this.record(batch, result, commit, log);
+          if (this.dlq !== undefined && result.deadLettered.length > 0) await this.publish(result, log);
+          this.metrics.batchDuration.observe({ topic }, seconds(started));
+          this.batchCommitted(batch, chunk, result, commit, fastPath, started, log);
+        })
+        .catch((error: unknown) => log.error({ err: error }, "after the offset commit: a step failed"));
     }
   }
 
