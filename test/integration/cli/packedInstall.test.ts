@@ -184,12 +184,11 @@ function writeProject(dir: string, databaseUrl: string): void {
         noEmit: true,
         types: ["node"],
       },
-      include: ["replayable.config.ts", "typesCheck.ts"],
+      include: ["replayable.config.ts", "typesCheck.ts", "starter/*.ts"],
     }),
   );
 }
 
-let packDir: string;
 let project: string;
 let packed: PackResult;
 let db: TestDatabase;
@@ -208,13 +207,12 @@ beforeAll(async () => {
   await admin.createTopic(SALES_TOPIC, 2);
   await admin.createTopic(CUSTOMERS_TOPIC, 2);
 
-  // `npm pack` runs `prepack` (the build) in the repository; the tarball goes to a folder of its own.
-  packDir = mkdtempSync(join(tmpdir(), "replayable-pack-"));
-  const out = await sh("npm", ["pack", "--json", "--pack-destination", packDir], REPO);
-  [packed] = JSON.parse(out.slice(out.indexOf("["))) as [PackResult];
-
-  // A fresh project outside the repository, installed from the tarball (and the npm cache).
+  // As the README's "Your own topic" says: `npm pack` in the repository (its `prepack` builds),
+  // the tarball into a fresh project outside the repository, `npm install ./replayable-0.1.0.tgz`
+  // (from the npm cache where it can).
   project = mkdtempSync(join(tmpdir(), "replayable-user-"));
+  const out = await sh("npm", ["pack", "--json", "--pack-destination", project], REPO);
+  [packed] = JSON.parse(out.slice(out.indexOf("["))) as [PackResult];
   const dev = (
     JSON.parse(readFileSync(join(REPO, "package.json"), "utf8")) as {
       devDependencies: Record<string, string>;
@@ -228,7 +226,7 @@ beforeAll(async () => {
       "--no-audit",
       "--no-fund",
       "--prefer-offline",
-      join(packDir, packed.filename),
+      `./${packed.filename}`,
       `typescript@${dev.typescript}`,
       `@types/node@${dev["@types/node"]}`,
     ],
@@ -240,7 +238,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await admin?.close();
   await db?.drop();
-  for (const dir of [packDir, project]) if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+  if (project !== undefined) rmSync(project, { recursive: true, force: true });
 });
 
 /** `npx replayable <args>` in the user's project, to completion. */
@@ -374,6 +372,10 @@ describe("replayable as a user installs it: npm pack, npm install <tarball>, npx
     );
     expect(files.filter((f) => /^(src|test|patches)\//.test(f))).toEqual([]);
     expect(packed.bundled).toEqual(["kafkajs"]);
+    const manifest = JSON.parse(readFileSync(join(project, "package.json"), "utf8")) as {
+      dependencies: Record<string, string>;
+    };
+    expect(manifest.dependencies.replayable).toBe(`file:${packed.filename}`);
 
     const root = join(project, "node_modules", "replayable");
     expect(existsSync(join(root, "node_modules", "kafkajs", "package.json"))).toBe(true);
@@ -384,7 +386,12 @@ describe("replayable as a user installs it: npm pack, npm install <tarball>, npx
     expect(version.stdout.trim()).toBe("0.1.0");
   });
 
-  it("type-checks the TypeScript config against the installed package's declarations", async () => {
+  it("type-checks the user's TypeScript config, and the one `init` writes, against the installed declarations", async () => {
+    const starter = join(project, "starter");
+    mkdirSync(starter);
+    const init = await runCli(["init"], {}, { ...installed, cwd: starter });
+    expect(init.code, init.stderr).toBe(0);
+    expect(existsSync(join(starter, "migrations", "orders", "meta", "_journal.json"))).toBe(true);
     // tsc exits non-zero (and sh throws with its output) on any type error.
     await sh("npx", ["tsc", "-p", "."], project);
   });
