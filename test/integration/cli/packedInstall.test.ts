@@ -241,11 +241,7 @@ afterAll(async () => {
   if (project !== undefined) rmSync(project, { recursive: true, force: true });
 });
 
-/** `npx replayable <args>` in the user's project, to completion. */
-function npx(args: readonly string[]) {
-  return runCli(args, {}, installed);
-}
-
+/** The CLI as the user's project has it: the installed bin through npx, in the user's environment. */
 const installed: CliOptions = {
   get cwd() {
     return project;
@@ -254,6 +250,11 @@ const installed: CliOptions = {
   baseEnv: USER_ENV,
   processGroup: true,
 };
+
+/** `npx replayable <args>` in the user's project, to completion. */
+function npx(args: readonly string[]) {
+  return runCli(args, {}, installed);
+}
 
 /** Starts `npx replayable run --projection <name>`: one member of the projection's group. */
 function member(projection: string): CliProcess {
