@@ -16,6 +16,8 @@ export interface CliProcess {
   waitForStderr(text: string | RegExp, timeoutMs?: number): Promise<void>;
   /** The /metrics port, read from the "serving /metrics" log line. */
   metricsPort(timeoutMs?: number): Promise<number>;
+  /** Sends `signal` to the CLI (to its process group with {@link CliOptions.processGroup}) if still running. */
+  signal(signal: NodeJS.Signals): void;
   /** Sends SIGKILL if still running. */
   kill(): void;
 }
@@ -24,6 +26,20 @@ export interface CliProcess {
 export interface CliOptions {
   /** Working directory (default: the repository's); outside the repository, `bin/replayable.js` loads tsx itself. */
   readonly cwd?: string;
+  /**
+   * The program (and its first arguments) that starts the CLI instead of this checkout's, e.g.
+   * `["npx", "replayable"]` in a project that installed the package.
+   */
+  readonly command?: readonly [string, ...string[]];
+  /** The environment `env` is added to (default: this process's). */
+  readonly baseEnv?: NodeJS.ProcessEnv;
+  /**
+   * Starts the CLI in a process group of its own and signals the whole group, as a terminal's
+   * Ctrl-C does. Needed under `npx`: npm exec does not pass on a signal sent to it alone (on
+   * SIGTERM it exits and the CLI runs on). The CLI's own exit code is then not seen (npm exits on
+   * the signal): `exited` resolves once the CLI closed its output, i.e. has exited.
+   */
+  readonly processGroup?: boolean;
 }
 
 const BIN = fileURLToPath(new URL("../../bin/replayable.js", import.meta.url));
@@ -34,20 +50,36 @@ export function startCli(
   env: Record<string, string> = {},
   options: CliOptions = {},
 ): CliProcess {
-  const argv = options.cwd === undefined ? ["--import", "tsx", "src/cli/main.ts", ...args] : [BIN, ...args];
-  const child = spawn(process.execPath, argv, {
-    env: { ...process.env, LOG_LEVEL: "info", REPLAYABLE_METRICS_PORT: "0", ...env },
+  const [program, ...argv] =
+    options.command !== undefined
+      ? [...options.command, ...args]
+      : options.cwd === undefined
+        ? [process.execPath, "--import", "tsx", "src/cli/main.ts", ...args]
+        : [process.execPath, BIN, ...args];
+  const group = options.processGroup === true;
+  const child = spawn(program, argv, {
+    env: { ...(options.baseEnv ?? process.env), LOG_LEVEL: "info", REPLAYABLE_METRICS_PORT: "0", ...env },
     stdio: ["ignore", "pipe", "pipe"],
+    detached: group,
     ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
   });
   let out = "";
   let err = "";
   child.stdout.setEncoding("utf8").on("data", (d: string) => (out += d));
   child.stderr.setEncoding("utf8").on("data", (d: string) => (err += d));
-  const exited = once(child, "exit").then(([code, signal]) => ({
-    code: code as number | null,
-    signal: signal as NodeJS.Signals | null,
-  }));
+  let running = true;
+  const exited = once(child, group ? "close" : "exit").then(([code, signal]) => {
+    running = false;
+    return { code: code as number | null, signal: signal as NodeJS.Signals | null };
+  });
+  const send = (signal: NodeJS.Signals) => {
+    if (!running || child.pid === undefined) return;
+    try {
+      process.kill(group ? -child.pid : child.pid, signal);
+    } catch {
+      // Exited meanwhile (ESRCH).
+    }
+  };
   const matches = (text: string | RegExp) => (typeof text === "string" ? err.includes(text) : text.test(err));
   return {
     child,
@@ -73,8 +105,9 @@ export function startCli(
         50,
       );
     },
+    signal: send,
     kill() {
-      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+      send("SIGKILL");
     },
   };
 }
@@ -95,7 +128,7 @@ export function startCliInTest(
     );
   });
   onTestFinished(async () => {
-    if (cli.child.exitCode === null && cli.child.signalCode === null) cli.child.kill("SIGTERM");
+    cli.signal("SIGTERM");
     await cli.exited;
   });
   return cli;
