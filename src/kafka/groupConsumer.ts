@@ -491,11 +491,19 @@ export class GroupConsumer {
     nextOffset: string,
     generation: number,
   ): Promise<CommitResult> {
-    // One after another per partition, in the order they were asked for (an older offset never
-    // lands after a newer one), while the partition's lane goes on with its next batch.
-    const key = `${topic}/${partition}`;
+    return this.inCommitOrder(`${topic}/${partition}`, () =>
+      this.commitWithRetries(topic, partition, nextOffset, generation),
+    );
+  }
+
+  /**
+   * Runs `send` after every offset commit of the partition asked for before it (a background retry
+   * included), so an older offset never lands after a newer one, while the partition's lane goes
+   * on with its next batch.
+   */
+  private inCommitOrder(key: string, send: () => Promise<CommitResult>): Promise<CommitResult> {
     const previous = this.commitChains.get(key) ?? Promise.resolve();
-    const result = previous.then(() => this.commitWithRetries(topic, partition, nextOffset, generation));
+    const result = previous.then(send);
     const settled = result.then(
       () => undefined,
       () => undefined,
@@ -585,8 +593,14 @@ export class GroupConsumer {
         continue;
       }
       const [topic, partition] = splitKey(key);
-      const result = await this.commitOnce(topic, partition, pending.offset, pending.generation);
       if (this.pendingCommits.get(key) !== pending) continue; // a later commit superseded it
+      const result = await this.inCommitOrder(key, () =>
+        // A commit queued before this retry may have superseded it meanwhile: then send nothing.
+        this.pendingCommits.get(key) === pending
+          ? this.commitOnce(topic, partition, pending.offset, pending.generation)
+          : Promise.resolve<CommitResult>("skipped_rebalanced"),
+      );
+      if (this.pendingCommits.get(key) !== pending) continue;
       if (result === "failed") pending.attempts += 1;
       else {
         this.pendingCommits.delete(key);
