@@ -40,7 +40,9 @@ const run = promisify(execFile);
 /**
  * This process's environment as a user's shell would have it: without what npm, vitest and tsx
  * set for the repository (npm_* but the cache and registry, NODE_OPTIONS, NODE_PATH, NODE_ENV),
- * and with no PATH entry in the repository or in any node_modules.
+ * without the settings `make test` exports for the repository's own tests (DATABASE_URL,
+ * KAFKA_*, REPLAYABLE_*: they would override the user's config file, as environment variables
+ * do), and with no PATH entry in the repository or in any node_modules.
  */
 function userEnvironment(): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
@@ -48,6 +50,7 @@ function userEnvironment(): NodeJS.ProcessEnv {
     if (value === undefined) continue;
     if (/^npm_/i.test(name) && !/^npm_config_(cache|registry|userconfig)$/i.test(name)) continue;
     if (/^(NODE_OPTIONS|NODE_PATH|NODE_ENV|INIT_CWD|VITEST.*|TSX.*)$/i.test(name)) continue;
+    if (/^(DATABASE_URL(_FILE)?|KAFKA_.*|REPLAYABLE_.*)$/.test(name)) continue;
     env[name] = value;
   }
   env.PATH = (process.env.PATH ?? "")
