@@ -56,8 +56,10 @@ export interface SetupOptions {
   /**
    * Also report, with the other problems, the config file's projections without a migrations
    * folder whose tables are missing from the database (those with one are checked after `migrate`).
+   * `"with-other-problems"`: only when there are other problems to report anyway (for `migrate`,
+   * whose migrations may create those tables).
    */
-  readonly checkTables?: boolean;
+  readonly checkTables?: boolean | "with-other-problems";
 }
 
 /**
@@ -107,7 +109,9 @@ export async function configFrom(
   }
   const parsed = parseConfig(process.env, overrides, file);
   if (!parsed.ok) problems.push(...parsed.problems);
-  if (parsed.ok && options.checkTables === true && configFile !== undefined) {
+  const checkTables =
+    options.checkTables === true || (options.checkTables === "with-other-problems" && problems.length > 0);
+  if (parsed.ok && checkTables && configFile !== undefined) {
     problems.push(
       ...(await tableProblems(
         parsed.config.databaseUrl,

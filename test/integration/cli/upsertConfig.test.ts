@@ -5,7 +5,7 @@
  * then `run` again (table unchanged, duplicates counted); and a mapping the database contradicts is
  * refused at start-up with every problem listed, exit 2.
  */
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expect, it, onTestFinished } from "vitest";
@@ -119,4 +119,53 @@ it("an upsert sink whose mapping the database contradicts is refused at start-up
   expect(run.code, run.stderr).toBe(2);
   expect(run.stderr).toContain("nickname");
   expect(run.stderr).toContain("visits");
+});
+
+it("regression: the sink's table made by another projection's migration: migrate applies it (it refused before migrating)", async () => {
+  const topic = uniqueName("customers");
+  await stack.admin.createTopic(topic, 1);
+  const dir = tempFolder();
+  mkdirSync(join(dir, "migrations", "crm", "meta"), { recursive: true });
+  writeFileSync(
+    join(dir, "migrations", "crm", "0000_crm.sql"),
+    "CREATE SCHEMA IF NOT EXISTS crm;\n--> statement-breakpoint\nCREATE TABLE crm.customers (id bigint PRIMARY KEY, email text NOT NULL, visits integer);\n",
+  );
+  writeFileSync(
+    join(dir, "migrations", "crm", "meta", "_journal.json"),
+    JSON.stringify({
+      version: "7",
+      dialect: "postgresql",
+      entries: [{ idx: 0, version: "7", when: 1767225600000, tag: "0000_crm", breakpoints: true }],
+    }),
+  );
+  writeFileSync(
+    join(dir, "replayable.config.mjs"),
+    `import { defineConfig, defineProjection } from "replayable";
+export default defineConfig({
+  projections: [
+    defineProjection({
+      name: "crm_setup",
+      dedupe: { kind: "offset" },
+      topics: [${JSON.stringify(topic)}],
+      tables: ["crm.customers"],
+      migrations: "./migrations/crm",
+      decode: (record) => record.value,
+      async apply() {},
+    }),
+    {
+      kind: "upsert",
+      name: "customers",
+      topics: [${JSON.stringify(topic)}],
+      table: "crm.customers",
+      key: { from: "record-key", column: "id", type: "bigint" },
+      columns: { email: { type: "text" }, visits: { type: "integer" } },
+    },
+  ],
+});
+`,
+  );
+  const migrated = await runCli(["migrate"], { DATABASE_URL: stack.db.url }, { cwd: dir });
+  expect(migrated.code, migrated.stderr).toBe(0);
+  const table = await stack.db.pool.query("SELECT to_regclass('crm.customers') IS NOT NULL AS present");
+  expect(table.rows[0]).toEqual({ present: true });
 });
