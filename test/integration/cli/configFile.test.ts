@@ -5,7 +5,7 @@
  * the real Kafka and PostgreSQL. Also: a bad config file fails with every problem at once (exit 2),
  * and `init` writes a file that works and refuses to overwrite it.
  */
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
@@ -22,6 +22,7 @@ import {
   waitForCaughtUp,
   type TestDatabase,
 } from "../../helpers/stack.js";
+import { writeOneMigration } from "../../helpers/migrationFolder.js";
 
 let admin: KafkaAdmin;
 
@@ -62,16 +63,7 @@ CREATE TABLE "sales"."shop_totals" ("shop" text PRIMARY KEY NOT NULL, "sales" bi
 
 /** Writes a config with one typed projection `name` of `topic` and its migration into `dir`. */
 function writeSalesConfig(dir: string, name: string, topic: string): void {
-  mkdirSync(join(dir, "migrations", "sales", "meta"), { recursive: true });
-  writeFileSync(join(dir, "migrations", "sales", "0000_sales.sql"), SALES_MIGRATION);
-  writeFileSync(
-    join(dir, "migrations", "sales", "meta", "_journal.json"),
-    JSON.stringify({
-      version: "7",
-      dialect: "postgresql",
-      entries: [{ idx: 0, version: "7", when: 1767225600000, tag: "0000_sales", breakpoints: true }],
-    }),
-  );
+  writeOneMigration(join(dir, "migrations", "sales"), "sales", SALES_MIGRATION);
   writeFileSync(
     join(dir, "replayable.config.ts"),
     `import { defineConfig, defineProjection, PermanentRecordError } from "replayable";

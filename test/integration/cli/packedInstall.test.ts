@@ -33,6 +33,7 @@ import {
   waitForCaughtUp,
   type TestDatabase,
 } from "../../helpers/stack.js";
+import { writeOneMigration } from "../../helpers/migrationFolder.js";
 
 const REPO = fileURLToPath(new URL("../../../", import.meta.url));
 const run = promisify(execFile);
@@ -162,17 +163,7 @@ export async function shopOf({ client }: ApplyContext): Promise<string> {
 
 /** Writes the user's project files: the config, the typed projection's migration, a tsconfig. */
 function writeProject(dir: string, databaseUrl: string): void {
-  const migrations = join(dir, "migrations", "sales");
-  mkdirSync(join(migrations, "meta"), { recursive: true });
-  writeFileSync(join(migrations, "0000_sales.sql"), SALES_MIGRATION);
-  writeFileSync(
-    join(migrations, "meta", "_journal.json"),
-    JSON.stringify({
-      version: "7",
-      dialect: "postgresql",
-      entries: [{ idx: 0, version: "7", when: 1767225600000, tag: "0000_sales", breakpoints: true }],
-    }),
-  );
+  writeOneMigration(join(dir, "migrations", "sales"), "sales", SALES_MIGRATION);
   writeFileSync(join(dir, "replayable.config.ts"), configFile(databaseUrl));
   writeFileSync(join(dir, "typesCheck.ts"), TYPES_CHECK);
   writeFileSync(

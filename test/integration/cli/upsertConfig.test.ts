@@ -5,13 +5,14 @@
  * then `run` again (table unchanged, duplicates counted); and a mapping the database contradicts is
  * refused at start-up with every problem listed, exit 2.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expect, it, onTestFinished } from "vitest";
 import { produceRecords } from "../../../src/kafka/producer.js";
 import { runCli, scrapeMetric, startCliInTest } from "../../helpers/process.js";
 import { BROKERS, testKafka, uniqueName, useStack, waitForCaughtUp } from "../../helpers/stack.js";
+import { writeOneMigration } from "../../helpers/migrationFolder.js";
 
 const stack = useStack();
 
@@ -125,18 +126,10 @@ it("regression: the sink's table made by another projection's migration: migrate
   const topic = uniqueName("customers");
   await stack.admin.createTopic(topic, 1);
   const dir = tempFolder();
-  mkdirSync(join(dir, "migrations", "crm", "meta"), { recursive: true });
-  writeFileSync(
-    join(dir, "migrations", "crm", "0000_crm.sql"),
+  writeOneMigration(
+    join(dir, "migrations", "crm"),
+    "crm",
     "CREATE SCHEMA IF NOT EXISTS crm;\n--> statement-breakpoint\nCREATE TABLE crm.customers (id bigint PRIMARY KEY, email text NOT NULL, visits integer);\n",
-  );
-  writeFileSync(
-    join(dir, "migrations", "crm", "meta", "_journal.json"),
-    JSON.stringify({
-      version: "7",
-      dialect: "postgresql",
-      entries: [{ idx: 0, version: "7", when: 1767225600000, tag: "0000_crm", breakpoints: true }],
-    }),
   );
   writeFileSync(
     join(dir, "replayable.config.mjs"),
