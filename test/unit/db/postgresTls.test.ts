@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { postgresTls } from "../../../src/db/postgresTls.js";
 import { ReplayableError } from "../../../src/errors.js";
-import { clearSecrets, scrubSecrets } from "../../../src/secrets.js";
+import { clearSecrets, registerUrlSecret, scrubSecrets } from "../../../src/secrets.js";
 
 afterEach(() => clearSecrets());
 
@@ -134,5 +134,12 @@ describe("postgresTls: sslmode as libpq documents it", () => {
     expect(bounded.connectionString).toBe(BASE);
     expect(problem("sslmode=require&sslminprotocolversion=1.2")).toMatch(/must be one of TLSv1, TLSv1.1/);
     expect(problem("sslnegotiation=direct")).toMatch(/sslnegotiation=direct needs sslmode=require/);
+  });
+});
+
+describe("registerUrlSecret", () => {
+  it("hides sslpassword and password given as URL parameters", () => {
+    registerUrlSecret(`${BASE}?sslmode=require&sslpassword=k3y-%2Fpass&password=pw2-x`);
+    expect(scrubSecrets("key k3y-/pass, pw2-x")).toBe("key ***, ***");
   });
 });
