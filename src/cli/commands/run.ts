@@ -5,6 +5,7 @@ import { ReplayableError, classifyPgError, errorMessage } from "../../errors.js"
 import { ConsumerService } from "../../engine/consumerService.js";
 import { checkDatabase } from "../../db/startupCheck.js";
 import { createLogger } from "../../logger.js";
+import { loadWebConfig } from "../../metrics/webConfig.js";
 import { action, configFrom, printError, withConnectionOptions, type ConnectionFlags } from "../common.js";
 import { onShutdownSignals } from "../signals.js";
 import { migrateAndCheck } from "./migrate.js";
@@ -48,6 +49,8 @@ export function runCommand(): Command {
         );
         const { config } = setup;
         const projection = setup.projection();
+        loadWebConfig(config.metrics.webConfigFile); // its problems before anything connects
+
         const log = createLogger(config.logLevel, { groupId: config.groupId, projection: projection.name });
         log.info(
           {
