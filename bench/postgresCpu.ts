@@ -23,7 +23,10 @@ export class PostgresCpuSampler {
     databaseUrl: string,
     private readonly intervalMs = 250,
   ) {
-    this.client = new pg.Client({ ...connectionConfig(databaseUrl), application_name: "replayable-bench-cpu" });
+    this.client = new pg.Client({
+      ...connectionConfig(databaseUrl),
+      application_name: "replayable-bench-cpu",
+    });
   }
 
   /** Connects and starts sampling. */

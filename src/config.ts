@@ -174,7 +174,11 @@ export interface Config {
    * The metrics endpoint: interface, port, and the web configuration file (HTTPS and basic auth,
    * the Prometheus exporters' format; undefined: plain HTTP without authentication).
    */
-  readonly metrics: { readonly host: string; readonly port: number; readonly webConfigFile: string | undefined };
+  readonly metrics: {
+    readonly host: string;
+    readonly port: number;
+    readonly webConfigFile: string | undefined;
+  };
   /** How often `run` logs its rate and remaining lag, ms; 0 turns the progress line off. */
   readonly progressIntervalMs: number;
   /** How often the lag, checkpoint and commit-gap gauges are refreshed from Kafka and PostgreSQL, ms. */

@@ -99,7 +99,7 @@ function httpsServer(tls: WebTls, handler: RequestListener): Server {
     if (tls.clientAuth === "RequireAnyClientCert" && !given) socket.destroy();
     if (tls.clientAuth === "VerifyClientCertIfGiven" && given && !socket.authorized) socket.destroy();
   });
-  return server as unknown as Server;
+  return server;
 }
 
 /** The request handler: routes, basic authentication, the configured headers. */

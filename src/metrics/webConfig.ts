@@ -151,7 +151,7 @@ export function loadWebConfig(
       Object.entries(parsed.data.http_server_config?.headers ?? {}).filter(
         ([, v]) => v !== undefined && v !== "",
       ),
-    ) as Record<string, string>,
+    ),
   };
 }
 

@@ -70,8 +70,8 @@ export async function startPrometheus(
   const port = await freePort();
   const config = join(dir, "prometheus.yml");
   const jobs: readonly ScrapeJob[] = targets.every((t) => typeof t === "string")
-    ? [{ name: "replayable", targets: targets as readonly string[] }]
-    : (targets as readonly ScrapeJob[]);
+    ? [{ name: "replayable", targets: targets }]
+    : targets;
   writeFileSync(
     config,
     [
