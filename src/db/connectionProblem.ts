@@ -45,6 +45,8 @@ function explain(error: object): string | undefined {
   const state = sqlState(error);
   if (state === "28000" && /no encryption/.test(message))
     return `the server accepts only TLS connections (${message}); add sslmode=verify-full&sslrootcert=<file of the CA that signed the server's certificate> to DATABASE_URL`;
+  if (state === "28000" && /no pg_hba\.conf entry/.test(message))
+    return `the server's pg_hba.conf admits no such connection (${message}); ask its administrator for a hostssl entry for this user, database and address`;
   if (state === "28000" && /certificate/i.test(message))
     return `the server wants a client certificate (${message}); add sslcert=<certificate file>&sslkey=<key file> to DATABASE_URL`;
   if (state === "28P01" || (state === "28000" && /authentication failed/.test(message)))

@@ -7,6 +7,7 @@
  * makes `prefer` require TLS, and has no `sslrootcert=system`), so they are taken out of the URL
  * and the `ssl` option is built here.
  */
+import { createPrivateKey } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type { ConnectionOptions } from "node:tls";
 import { ReplayableError } from "../errors.js";
@@ -182,11 +183,30 @@ function tlsOptions(
       registerSecret(password);
       ssl.passphrase = password;
     }
+    checkKey(ssl.key, key, password);
   }
   const crl = given("sslcrl");
   if (crl !== undefined)
     ssl.crl = pemFile("sslcrl", crl, readFile, "X509 CRL", "certificate revocation lists");
   return ssl;
+}
+
+/** @throws CONFIG_INVALID when the key cannot be read: encrypted without sslpassword, a wrong sslpassword, not a key. */
+function checkKey(text: string, path: string, password: string | undefined): void {
+  if (password === undefined && /ENCRYPTED/.test(text))
+    throw problem(`sslkey=${path} is encrypted; give its password as sslpassword`);
+  try {
+    createPrivateKey({
+      key: text,
+      format: "pem",
+      ...(password === undefined ? {} : { passphrase: password }),
+    });
+  } catch (error) {
+    const code = (error as { code?: unknown }).code;
+    if (password !== undefined && code === "ERR_OSSL_BAD_DECRYPT")
+      throw problem(`sslkey=${path}: sslpassword does not decrypt it`);
+    throw problem(`sslkey=${path}: not a usable private key (${String(code)})`);
+  }
 }
 
 function tlsVersion(parameter: string, value: string | undefined): ConnectionOptions["minVersion"] {

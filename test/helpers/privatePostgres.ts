@@ -63,8 +63,13 @@ function asPostgres(args: string[]): void {
 export interface PrivatePostgresOptions {
   /** Password of the `postgres` role; when set, TCP connections need it (scram-sha-256) and `url` carries it. */
   readonly password?: string;
-  /** The server's certificate and key: `ssl = on`, and TCP connections only with TLS (`hostssl`). */
-  readonly tls?: CertificateFiles;
+  /**
+   * The server's certificate and key: `ssl = on`, and TCP connections only with TLS (`hostssl`).
+   * With `clientCaFile`, the server asks for client certificates signed by it (`ssl_ca_file`).
+   */
+  readonly tls?: CertificateFiles & { readonly clientCaFile?: string };
+  /** pg_hba.conf lines put before the catch-all `hostssl` line (with `tls`), e.g. `hostssl all alice 127.0.0.0/8 cert`. */
+  readonly hba?: readonly string[];
   /** Addresses to listen on; default 127.0.0.1 (any of 127.0.0.0/8 may be given, e.g. 127.0.0.2). */
   readonly listenAddresses?: readonly string[];
 }
@@ -77,21 +82,31 @@ function postgresUid(): number | undefined {
 }
 
 /** ssl = on with the given certificate, and a pg_hba.conf that accepts TCP only over TLS. */
-function configureTls(data: string, tls: CertificateFiles, hostAuth: string): void {
+function configureTls(
+  data: string,
+  tls: NonNullable<PrivatePostgresOptions["tls"]>,
+  hostAuth: string,
+  hba: readonly string[],
+): void {
   const uid = postgresUid();
-  for (const [from, to] of [
+  const files: [string, string][] = [
     [tls.certFile, "server.crt"],
     [tls.keyFile, "server.key"],
-  ] as const) {
+  ];
+  if (tls.clientCaFile !== undefined) files.push([tls.clientCaFile, "root.crt"]);
+  for (const [from, to] of files) {
     copyFileSync(from, join(data, to));
     chmodSync(join(data, to), 0o600);
     if (uid !== undefined) chownSync(join(data, to), uid, 0);
   }
   appendFileSync(
     join(data, "postgresql.conf"),
-    "\nssl = on\nssl_cert_file = 'server.crt'\nssl_key_file = 'server.key'\n",
+    `\nssl = on\nssl_cert_file = 'server.crt'\nssl_key_file = 'server.key'\n${tls.clientCaFile === undefined ? "" : "ssl_ca_file = 'root.crt'\n"}`,
   );
-  writeFileSync(join(data, "pg_hba.conf"), `local all all trust\nhostssl all all 127.0.0.0/8 ${hostAuth}\n`);
+  writeFileSync(
+    join(data, "pg_hba.conf"),
+    ["local all all trust", ...hba, `hostssl all all 127.0.0.0/8 ${hostAuth}`, ""].join("\n"),
+  );
 }
 
 /** initdb and start a server on a free port (trust auth on 127.0.0.1 unless a password is given). */
@@ -111,7 +126,12 @@ export async function startPrivatePostgres(options: PrivatePostgresOptions = {})
   }
   asPostgres([`${bin}/initdb`, "-D", data, ...auth, "-U", "postgres", "--no-sync"]);
   if (options.tls !== undefined)
-    configureTls(data, options.tls, options.password === undefined ? "trust" : "scram-sha-256");
+    configureTls(
+      data,
+      options.tls,
+      options.password === undefined ? "trust" : "scram-sha-256",
+      options.hba ?? [],
+    );
   const listen = (options.listenAddresses ?? ["127.0.0.1"]).join(",");
   const pgctl = (...args: string[]) =>
     asPostgres([`${bin}/pg_ctl`, "-D", data, "-l", join(dir, "server.log"), "-w", "-t", "60", ...args]);

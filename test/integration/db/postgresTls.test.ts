@@ -5,7 +5,8 @@
  * it, each mismatch is a start-up error (exit 2) naming what to set, and a runtime role with the
  * grants docs/security.md lists runs, while one without a grant is refused naming the GRANT.
  */
-import { readFileSync } from "node:fs";
+import { createPrivateKey } from "node:crypto";
+import { readFileSync, writeFileSync } from "node:fs";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connectionConfig, createPool } from "../../../src/db/pool.js";
@@ -25,7 +26,9 @@ beforeAll(async () => {
   ca = makeTestCa("replayable test CA");
   otherCa = makeTestCa("another CA");
   server = await startPrivatePostgres({
-    tls: ca.issue("localhost", ["DNS:localhost", "IP:127.0.0.1"]),
+    tls: { ...ca.issue("localhost", ["DNS:localhost", "IP:127.0.0.1"]), clientCaFile: ca.certFile },
+    // Role replayable_cert is admitted only with a client certificate of the test CA naming it.
+    hba: ["hostssl all replayable_cert 127.0.0.0/8 cert"],
     listenAddresses: ["127.0.0.1", "127.0.0.2"],
   });
   admin = await testAdmin();
@@ -173,5 +176,45 @@ describe("PostgreSQL over TLS", () => {
     });
     expect(chainOnly.stderr).toBe("");
     expect(chainOnly.code).toBe(0);
+  });
+
+  it("a client certificate (sslcert, sslkey; an encrypted key with sslpassword) admits a role the server admits only so", async () => {
+    await sql("postgres", "CREATE ROLE replayable_cert LOGIN SUPERUSER");
+    const client = ca.issue("replayable_cert", [], { client: true });
+    const asCert = (query: string) => url(`${verifyFull()}${query}`, { user: "replayable_cert" });
+    const without = await runCli(["migrate"], { DATABASE_URL: asCert("") });
+    expect(without.code).toBe(2);
+    expect(without.stderr).toMatch(
+      /wants a client certificate .*add sslcert=<certificate file>&sslkey=<key file>/,
+    );
+    const withCert = await runCli(["migrate"], {
+      DATABASE_URL: asCert(`&sslcert=${client.certFile}&sslkey=${client.keyFile}`),
+    });
+    expect(withCert.stderr).toBe("");
+    expect(withCert.code).toBe(0);
+
+    const password = "key-pass-7f3a";
+    const encrypted = `${client.keyFile}.encrypted`;
+    writeFileSync(
+      encrypted,
+      createPrivateKey(readFileSync(client.keyFile)).export({
+        type: "pkcs8",
+        format: "pem",
+        cipher: "aes-256-cbc",
+        passphrase: password,
+      }),
+    );
+    const decrypted = await runCli(["migrate"], {
+      DATABASE_URL: asCert(`&sslcert=${client.certFile}&sslkey=${encrypted}&sslpassword=${password}`),
+      LOG_LEVEL: "debug",
+    });
+    expect(decrypted.code).toBe(0);
+    expect(decrypted.stderr).not.toContain(password);
+    const wrong = await runCli(["migrate"], {
+      DATABASE_URL: asCert(`&sslcert=${client.certFile}&sslkey=${encrypted}&sslpassword=wrong-${password}`),
+    });
+    expect(wrong.code).toBe(2);
+    expect(wrong.stderr).toContain("sslpassword does not decrypt it");
+    expect(wrong.stderr).not.toContain(password);
   });
 });

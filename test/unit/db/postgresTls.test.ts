@@ -1,3 +1,4 @@
+import { generateKeyPairSync } from "node:crypto";
 import { afterEach, describe, expect, it } from "vitest";
 import { postgresTls } from "../../../src/db/postgresTls.js";
 import { ReplayableError } from "../../../src/errors.js";
@@ -7,11 +8,22 @@ afterEach(() => clearSecrets());
 
 const CA = "-----BEGIN CERTIFICATE-----\nMIIB-ca\n-----END CERTIFICATE-----\n";
 const CERT = "-----BEGIN CERTIFICATE-----\nMIIB-client\n-----END CERTIFICATE-----\n";
-const KEY = "-----BEGIN PRIVATE KEY-----\nMIIE-key\n-----END PRIVATE KEY-----\n";
+const pair = (passphrase?: string) =>
+  generateKeyPairSync("ec", {
+    namedCurve: "P-256",
+    publicKeyEncoding: { type: "spki", format: "pem" },
+    privateKeyEncoding:
+      passphrase === undefined
+        ? { type: "pkcs8", format: "pem" }
+        : { type: "pkcs8", format: "pem", cipher: "aes-256-cbc", passphrase },
+  }).privateKey;
+const KEY = pair();
 const files: Record<string, string> = {
   "/ca.pem": CA,
   "/client.pem": CERT,
   "/client.key": KEY,
+  "/encrypted.key": pair("k3y-pass"),
+  "/fake.key": "-----BEGIN PRIVATE KEY-----\nMIIE-key\n-----END PRIVATE KEY-----\n",
   "/not-pem": "hello",
 };
 const readFile = (path: string) => {
@@ -87,14 +99,27 @@ describe("postgresTls: sslmode as libpq documents it", () => {
   });
 
   it("reads a client certificate and key, both or neither; sslpassword becomes a secret", () => {
+    const plainKey = tls("sslmode=verify-full&sslrootcert=/ca.pem&sslcert=/client.pem&sslkey=/client.key");
+    expect(plainKey.ssl).toMatchObject({ cert: CERT, key: KEY });
     const mutual = tls(
-      "sslmode=verify-full&sslrootcert=/ca.pem&sslcert=/client.pem&sslkey=/client.key&sslpassword=k3y-pass",
+      "sslmode=verify-full&sslrootcert=/ca.pem&sslcert=/client.pem&sslkey=/encrypted.key&sslpassword=k3y-pass",
     );
-    expect(mutual.ssl).toMatchObject({ cert: CERT, key: KEY, passphrase: "k3y-pass" });
+    expect(mutual.ssl).toMatchObject({ cert: CERT, passphrase: "k3y-pass" });
     expect(mutual.connectionString).toBe(BASE);
     expect(scrubSecrets("decrypting with k3y-pass failed")).toBe("decrypting with *** failed");
     expect(problem("sslmode=require&sslcert=/client.pem")).toMatch(/sslcert given without sslkey/);
     expect(problem("sslmode=require&sslkey=/client.key")).toMatch(/sslkey given without sslcert/);
+  });
+
+  it("names an encrypted key without sslpassword, a wrong sslpassword, and a key that is not one", () => {
+    const withKey = (rest: string) => problem(`sslmode=require&sslcert=/client.pem&${rest}`);
+    expect(withKey("sslkey=/encrypted.key")).toMatch(
+      /sslkey=\/encrypted\.key is encrypted; give its password as sslpassword/,
+    );
+    const wrong = withKey("sslkey=/encrypted.key&sslpassword=nope-x");
+    expect(wrong).toMatch(/sslpassword does not decrypt it/);
+    expect(wrong).not.toContain("nope-x");
+    expect(withKey("sslkey=/fake.key")).toMatch(/sslkey=\/fake\.key: not a usable private key/);
   });
 
   it("names a missing or non-PEM file, never its contents", () => {

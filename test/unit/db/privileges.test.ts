@@ -71,6 +71,19 @@ describe("explainConnectionError", () => {
     ).toMatch(/does not name the host .*sslmode=verify-ca/);
   });
 
+  it("names pg_hba.conf for an entry missing over TLS, and the client certificate the server wants", () => {
+    const hba = 'no pg_hba.conf entry for host "10.0.0.1", user "app", database "app", SSL encryption';
+    expect(explain(Object.assign(new Error(hba), { code: "28000" }))).toMatch(
+      /pg_hba\.conf admits no such connection .*hostssl entry/,
+    );
+    expect(
+      explain(Object.assign(new Error("connection requires a valid client certificate"), { code: "28000" })),
+    ).toMatch(/wants a client certificate .*add sslcert=<certificate file>&sslkey=<key file>/);
+    expect(
+      explain(Object.assign(new Error('password authentication failed for user "app"'), { code: "28P01" })),
+    ).toMatch(/check the user and password of DATABASE_URL/);
+  });
+
   it("leaves an outage alone", () => {
     expect(
       explainConnectionError(Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" }), url),
