@@ -8,7 +8,7 @@
 import { createPrivateKey } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
 import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { connectionConfig, createPool } from "../../../src/db/pool.js";
 import type { KafkaAdmin } from "../../../src/kafka/admin.js";
 import { ledgerChecksumOf, produceLedger } from "../../helpers/ledger.js";
@@ -135,6 +135,8 @@ describe("PostgreSQL over TLS", () => {
       ["migrate"],
       ["run", "--group", uniqueName("g")],
       ["run", "--no-migrate", "--group", uniqueName("g")],
+      ["status", "--projection", "ledger"],
+      ["dead-letters", "list", "--projection", "ledger"],
     ]) {
       const plain = await runCli(args, { DATABASE_URL: url("") });
       expect(plain.code, plain.stderr).toBe(2);
@@ -144,6 +146,14 @@ describe("PostgreSQL over TLS", () => {
     const disabled = await runCli(["migrate"], { DATABASE_URL: url("sslmode=disable") });
     expect(disabled.code).toBe(2);
     expect(disabled.stderr).toContain("accepts only TLS connections");
+  });
+
+  it("a server without TLS refuses sslmode=require, and the error says so", async () => {
+    const plainServer = await startPrivatePostgres();
+    onTestFinished(() => plainServer.destroy());
+    const refused = await runCli(["migrate"], { DATABASE_URL: `${plainServer.url}?sslmode=require` });
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/does not accept TLS \(ssl = off in its postgresql\.conf\)/);
   });
 
   it("a server certificate from another CA is refused, naming sslrootcert", async () => {
