@@ -14,7 +14,9 @@ import { produceLedger } from "../../helpers/ledger.js";
 import { startCliInTest } from "../../helpers/process.js";
 import { startPrometheus } from "../../helpers/prometheus.js";
 import { uniqueName, useStack, waitFor, waitForCaughtUp } from "../../helpers/stack.js";
-import { makeTestCa, type TestCa } from "../../helpers/testCertificates.js";
+import { makeTestCa, type CertificateFiles, type TestCa } from "../../helpers/testCertificates.js";
+import { Registry } from "prom-client";
+import { startHttpServer } from "../../../src/metrics/server.js";
 
 const stack = useStack();
 let ca: TestCa;
@@ -50,6 +52,7 @@ function httpsGet(
   port: number,
   path: string,
   auth?: string,
+  client?: CertificateFiles,
 ): Promise<{ status: number; headers: Record<string, unknown>; body: string }> {
   return new Promise((resolve, reject) => {
     const req = request(
@@ -59,6 +62,10 @@ function httpsGet(
         path,
         ca: readFileSync(ca.certFile, "utf8"),
         ...(auth === undefined ? {} : { auth }),
+        ...(client === undefined
+          ? {}
+          : { cert: readFileSync(client.certFile, "utf8"), key: readFileSync(client.keyFile, "utf8") }),
+        agent: false,
       },
       (res) => {
         let body = "";
@@ -153,5 +160,48 @@ describe("metrics endpoint with TLS and basic auth", () => {
     expect(run.stderr()).toContain(
       `REPLAYABLE_METRICS_WEB_CONFIG_FILE=${bad}: tls_server_config.certfile: unknown key`,
     );
+  });
+
+  it("client_auth_type RequireAndVerifyClientCert admits only clients with a certificate of client_ca_file", async () => {
+    const clientCa = makeTestCa("prometheus client CA");
+    try {
+      const server = ca.issue("localhost", ["IP:127.0.0.1"]);
+      const file = join(dir, "mtls.yml");
+      writeFileSync(
+        file,
+        [
+          "tls_server_config:",
+          `  cert_file: ${server.certFile}`,
+          `  key_file: ${server.keyFile}`,
+          `  client_ca_file: ${clientCa.certFile}`,
+          "  client_auth_type: RequireAndVerifyClientCert",
+          "",
+        ].join("\n"),
+      );
+      const http = await startHttpServer({
+        host: "127.0.0.1",
+        port: 0,
+        registry: new Registry(),
+        readiness: () => Promise.resolve({ ready: true }),
+        webConfigFile: file,
+      });
+      try {
+        expect(http.scheme).toBe("https");
+        const admitted = await httpsGet(
+          http.port,
+          "/metrics",
+          undefined,
+          clientCa.issue("prometheus", [], { client: true }),
+        );
+        expect(admitted.status).toBe(200);
+        await expect(httpsGet(http.port, "/metrics")).rejects.toThrow();
+        const otherCaClient = ca.issue("intruder", [], { client: true });
+        await expect(httpsGet(http.port, "/metrics", undefined, otherCaClient)).rejects.toThrow();
+      } finally {
+        await http.close();
+      }
+    } finally {
+      clientCa.remove();
+    }
   });
 });
