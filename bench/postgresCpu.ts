@@ -6,6 +6,7 @@
  */
 import { readFileSync } from "node:fs";
 import pg from "pg";
+import { connectionConfig } from "../src/db/pool.js";
 
 /** Clock ticks per second of /proc/<pid>/stat (USER_HZ, 100 on Linux). */
 const TICKS_PER_SECOND = 100;
@@ -22,7 +23,10 @@ export class PostgresCpuSampler {
     databaseUrl: string,
     private readonly intervalMs = 250,
   ) {
-    this.client = new pg.Client({ connectionString: databaseUrl, application_name: "replayable-bench-cpu" });
+    this.client = new pg.Client({
+      ...connectionConfig(databaseUrl),
+      application_name: "replayable-bench-cpu",
+    });
   }
 
   /** Connects and starts sampling. */

@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { Command } from "commander";
 import pg from "pg";
 import { loadConfig, redactUrl } from "../src/config.js";
-import { createPool, drizzleOf } from "../src/db/pool.js";
+import { connectionConfig, createPool, drizzleOf } from "../src/db/pool.js";
 import { migrate } from "../src/db/migrate.js";
 import { exampleProjections } from "../src/projections/registry.js";
 import { KafkaAdmin } from "../src/kafka/admin.js";
@@ -324,7 +324,7 @@ async function runScenario(
 
 /** Creates and migrates database `name` on the server of `adminUrl`; returns its URL. */
 async function createDatabase(adminUrl: string, name: string, created: string[]): Promise<string> {
-  const admin = new pg.Client({ connectionString: adminUrl });
+  const admin = new pg.Client(connectionConfig(adminUrl));
   await admin.connect();
   try {
     await admin.query(`CREATE DATABASE ${name}`);
@@ -344,7 +344,7 @@ async function createDatabase(adminUrl: string, name: string, created: string[])
 }
 
 async function dropDatabase(adminUrl: string, name: string): Promise<void> {
-  const admin = new pg.Client({ connectionString: adminUrl });
+  const admin = new pg.Client(connectionConfig(adminUrl));
   await admin.connect();
   try {
     await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);

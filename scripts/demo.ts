@@ -20,7 +20,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
 import { count } from "drizzle-orm";
 import { redactUrl } from "../src/config.js";
-import { createPool, drizzleOf } from "../src/db/pool.js";
+import { connectionConfig, createPool, drizzleOf } from "../src/db/pool.js";
 import { errorMessage } from "../src/errors.js";
 import { deadLetters } from "../src/db/schema.js";
 import { KafkaAdmin } from "../src/kafka/admin.js";
@@ -329,7 +329,7 @@ async function resetToEarliest(s: Stream): Promise<ReplayResult> {
 }
 
 async function recreateDatabase(): Promise<void> {
-  const admin = new pg.Client({ connectionString: serverUrl });
+  const admin = new pg.Client(connectionConfig(serverUrl));
   await admin.connect();
   try {
     await admin.query(`DROP DATABASE IF EXISTS ${DEMO_DATABASE} WITH (FORCE)`);

@@ -123,6 +123,8 @@ const schema = z.object({
   REPLAYABLE_LOCK_TIMEOUT_MS: intFrom(0, 3_600_000, "ms").default(5000),
   REPLAYABLE_METRICS_HOST: z.string().min(1).default("127.0.0.1"),
   REPLAYABLE_METRICS_PORT: intFrom(0, 65535, "").default(9464),
+  // The Prometheus exporters' web configuration file (TLS, basic auth); read by metrics/webConfig.ts.
+  REPLAYABLE_METRICS_WEB_CONFIG_FILE: z.string().trim().min(1, notBlank).optional(),
   REPLAYABLE_PROGRESS_INTERVAL_MS: intFrom(0, 3_600_000, "ms").default(10_000),
   REPLAYABLE_LAG_REFRESH_MS: intFrom(100, 3_600_000, "ms").default(5000),
   // 5 minutes: longer than a transaction retried with the longest back-off (REPLAYABLE_RETRY_MAX_MS)
@@ -168,7 +170,15 @@ export interface Config {
    * it fails with 55P03 and the transaction is retried with back-off, holding no transaction slot.
    */
   readonly lockTimeoutMs: number;
-  readonly metrics: { readonly host: string; readonly port: number };
+  /**
+   * The metrics endpoint: interface, port, and the web configuration file (HTTPS and basic auth,
+   * the Prometheus exporters' format; undefined: plain HTTP without authentication).
+   */
+  readonly metrics: {
+    readonly host: string;
+    readonly port: number;
+    readonly webConfigFile: string | undefined;
+  };
   /** How often `run` logs its rate and remaining lag, ms; 0 turns the progress line off. */
   readonly progressIntervalMs: number;
   /** How often the lag, checkpoint and commit-gap gauges are refreshed from Kafka and PostgreSQL, ms. */
@@ -300,7 +310,11 @@ function freezeConfig(c: z.output<typeof schema>): Config {
     retryMaxMs: c.REPLAYABLE_RETRY_MAX_MS,
     dbPoolSize: c.REPLAYABLE_DB_POOL_SIZE,
     lockTimeoutMs: c.REPLAYABLE_LOCK_TIMEOUT_MS,
-    metrics: Object.freeze({ host: c.REPLAYABLE_METRICS_HOST, port: c.REPLAYABLE_METRICS_PORT }),
+    metrics: Object.freeze({
+      host: c.REPLAYABLE_METRICS_HOST,
+      port: c.REPLAYABLE_METRICS_PORT,
+      webConfigFile: c.REPLAYABLE_METRICS_WEB_CONFIG_FILE,
+    }),
     progressIntervalMs: c.REPLAYABLE_PROGRESS_INTERVAL_MS,
     lagRefreshMs: c.REPLAYABLE_LAG_REFRESH_MS,
     stallTimeoutMs: c.REPLAYABLE_STALL_TIMEOUT_MS,

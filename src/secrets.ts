@@ -38,12 +38,16 @@ export function registerSecret(value: string | undefined): void {
 }
 
 /**
- * Registers the password of a connection URL (`postgres://user:password@host/db`), if any.
+ * Registers the password of a connection URL (`postgres://user:password@host/db`), if any, and
+ * its `password` and `sslpassword` (libpq's key passphrase) query parameters.
  * Unparsable URLs register nothing; {@link scrubSecrets} still hides their userinfo.
  */
 export function registerUrlSecret(url: string): void {
   try {
-    registerSecret(new URL(url).password);
+    const parsed = new URL(url);
+    registerSecret(parsed.password);
+    for (const name of ["password", "sslpassword"])
+      registerSecret(parsed.searchParams.get(name) ?? undefined);
   } catch {
     const match = /^[a-z][a-z0-9+.-]*:\/\/[^:/@]*:([^@]*)@/i.exec(url);
     registerSecret(match?.[1]);

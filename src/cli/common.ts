@@ -5,6 +5,7 @@ import { parseConfig, type Config, type ConfigVariable, type FileSettings } from
 import { findConfigFile } from "../configFile/findConfigFile.js";
 import { importConfigFile } from "../configFile/importConfigFile.js";
 import { parseConfigFile } from "../configFile/parseConfigFile.js";
+import { explainConnectionError } from "../db/connectionProblem.js";
 import { createPool } from "../db/pool.js";
 import { ReplayableError, classifyPgError, errorMessage } from "../errors.js";
 import { createKafka } from "../kafka/client.js";
@@ -175,6 +176,8 @@ async function tableProblems(
     }
     return problems;
   } catch (error) {
+    const explained = explainConnectionError(error, databaseUrl);
+    if (explained !== undefined) throw explained;
     if (classifyPgError(error).reason === "connection") return [];
     throw error;
   } finally {

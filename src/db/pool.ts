@@ -1,13 +1,14 @@
 /** The PostgreSQL connection pool (node-postgres) and the drizzle handle over it. */
 import pg from "pg";
 import { drizzle, type NodePgDatabase } from "drizzle-orm/node-postgres";
+import { postgresTls } from "./postgresTls.js";
 
 /** A drizzle database over a pool or over one client inside a transaction. */
 export type Db = NodePgDatabase<Record<string, never>>;
 
 /** Options for {@link createPool}. */
 export interface PoolOptions {
-  /** postgres:// URL. */
+  /** postgres:// URL; its TLS parameters (`sslmode`, `sslrootcert`, ...) as libpq reads them (see postgresTls.ts). */
   connectionString: string;
   /** Largest number of connections; default 10. */
   max?: number;
@@ -26,10 +27,13 @@ pg.types.setTypeParser(20, (value: string) => value);
  * pg-pool sets `error.client` (the whole pg Client, with its prepared statements) on such an
  * error: it is made non-enumerable first, so a logger's error serializer, which copies the
  * enumerable fields, prints the error and not the client (any pino logger, not only ours).
+ * The URL's TLS parameters are read here, with libpq's meaning ({@link postgresTls}), and files it
+ * names (sslrootcert, sslcert, sslkey) are read now.
+ * @throws ReplayableError CONFIG_INVALID naming DATABASE_URL's TLS parameter at fault.
  */
 export function createPool(options: PoolOptions, onError: (error: Error) => void = () => undefined): pg.Pool {
   const pool = new pg.Pool({
-    connectionString: options.connectionString,
+    ...connectionConfig(options.connectionString),
     max: options.max ?? 10,
     connectionTimeoutMillis: options.connectionTimeoutMs ?? 10_000,
     application_name: options.applicationName ?? "replayable",
@@ -40,6 +44,20 @@ export function createPool(options: PoolOptions, onError: (error: Error) => void
     onError(error);
   });
   return pool;
+}
+
+/**
+ * node-postgres's connection options of a postgres:// URL, its TLS parameters read with libpq's
+ * meaning ({@link postgresTls}); for a single `pg.Client` (bench and demo administration).
+ * @throws ReplayableError CONFIG_INVALID naming DATABASE_URL's TLS parameter at fault.
+ */
+export function connectionConfig(url: string): pg.ClientConfig {
+  const tls = postgresTls(url);
+  return {
+    connectionString: tls.connectionString,
+    ssl: tls.ssl,
+    ...(tls.sslnegotiation === undefined ? {} : { sslnegotiation: tls.sslnegotiation }),
+  };
 }
 
 /** A drizzle handle over a pool or a checked-out client. */

@@ -254,6 +254,7 @@ export class ConsumerService {
           port: config.metrics.port,
           registry: this.metrics.registry,
           readiness: () => this.readiness(),
+          webConfigFile: config.metrics.webConfigFile,
         });
         log.info({ host: config.metrics.host, port: this.http.port }, "serving /metrics, /healthz, /readyz");
       }

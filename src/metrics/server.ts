@@ -1,13 +1,27 @@
 /**
  * The HTTP endpoints (docs/metrics.md): `/metrics` (Prometheus text format 0.0.4), `/healthz`
  * (200 while the process runs), `/readyz` (200 when ready, 503 with the reason otherwise).
- * Uses node:http. Answers pass through scrubSecrets: a reason quoting a library's error never
- * shows a password.
+ * Uses node:http, or node:https when the web configuration file (REPLAYABLE_METRICS_WEB_CONFIG_FILE,
+ * the Prometheus exporters' format; webConfig.ts) has `tls_server_config`. With
+ * `basic_auth_users`, /metrics and /readyz's reason need the credentials (401 with
+ * WWW-Authenticate otherwise); /healthz and /readyz's status stay open for probes
+ * (docs/security.md "Metrics endpoint"). Answers pass through scrubSecrets: a reason quoting a
+ * library's error never shows a password.
  */
-import { createServer, type Server } from "node:http";
+import {
+  createServer,
+  type IncomingMessage,
+  type RequestListener,
+  type Server,
+  type ServerResponse,
+} from "node:http";
+import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
+import type { TLSSocket } from "node:tls";
 import type { Registry } from "prom-client";
 import { scrubSecrets } from "../secrets.js";
+import { BasicAuth } from "./basicAuth.js";
+import { loadWebConfig, type WebConfig, type WebTls } from "./webConfig.js";
 
 /** The answer of a readiness probe: ready, or not with the reason. */
 export type Readiness = { ready: true } | { ready: false; reason: string };
@@ -21,45 +35,28 @@ export interface HttpServerOptions {
   registry: Registry;
   /** Called on each GET /readyz. */
   readiness: () => Promise<Readiness>;
+  /** The web configuration file (REPLAYABLE_METRICS_WEB_CONFIG_FILE); undefined: plain HTTP, no authentication. */
+  webConfigFile?: string | undefined;
 }
 
 /** A started server; `close()` is idempotent. */
 export interface HttpServer {
   readonly port: number;
+  /** `https` when the web configuration has `tls_server_config`. */
+  readonly scheme: "http" | "https";
   close(): Promise<void>;
 }
 
 /**
- * Starts the metrics and health server.
+ * Starts the metrics and health server; HTTPS and basic authentication as the web configuration
+ * file says.
+ * @throws ReplayableError CONFIG_INVALID naming REPLAYABLE_METRICS_WEB_CONFIG_FILE when the file is invalid.
  * @throws the listen error (e.g. EADDRINUSE) when the port is taken.
  */
 export async function startHttpServer(options: HttpServerOptions): Promise<HttpServer> {
-  const server: Server = createServer((req, res) => {
-    const path = (req.url ?? "/").split("?")[0];
-    void (async () => {
-      try {
-        if (req.method !== "GET" && req.method !== "HEAD") {
-          res.writeHead(405, { allow: "GET, HEAD" }).end();
-        } else if (path === "/metrics") {
-          const body = await options.registry.metrics();
-          res.writeHead(200, { "content-type": options.registry.contentType }).end(body);
-        } else if (path === "/healthz") {
-          res.writeHead(200, { "content-type": "text/plain" }).end("ok\n");
-        } else if (path === "/readyz") {
-          const r = await options.readiness();
-          res
-            .writeHead(r.ready ? 200 : 503, { "content-type": "text/plain" })
-            .end(r.ready ? "ready\n" : `not ready: ${scrubSecrets(r.reason)}\n`);
-        } else {
-          res
-            .writeHead(404, { "content-type": "text/plain" })
-            .end("not found: try /metrics, /healthz, /readyz\n");
-        }
-      } catch (error) {
-        res.writeHead(500, { "content-type": "text/plain" }).end(`error: ${scrubSecrets(String(error))}\n`);
-      }
-    })();
-  });
+  const web = loadWebConfig(options.webConfigFile);
+  const handler = requestHandler(options, web);
+  const server: Server = web?.tls === undefined ? createServer(handler) : httpsServer(web.tls, handler);
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(options.port, options.host, () => {
@@ -70,6 +67,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
   let closed: Promise<void> | undefined;
   return {
     port: (server.address() as AddressInfo).port,
+    scheme: web?.tls === undefined ? "http" : "https",
     close() {
       closed ??= new Promise<void>((resolve) => {
         server.closeAllConnections();
@@ -77,5 +75,71 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
       });
       return closed;
     },
+  };
+}
+
+/** An HTTPS server; client certificates as exporter-toolkit's client_auth_type (Go's tls.ClientAuthType). */
+function httpsServer(tls: WebTls, handler: RequestListener): Server {
+  const verify = tls.clientAuth === "RequireAndVerifyClientCert";
+  const server = createHttpsServer(
+    {
+      cert: tls.cert,
+      key: tls.key,
+      ...(tls.clientCa === undefined ? {} : { ca: tls.clientCa }),
+      requestCert: tls.clientAuth !== "NoClientCert",
+      rejectUnauthorized: verify,
+      minVersion: tls.minVersion,
+      maxVersion: tls.maxVersion,
+      honorCipherOrder: tls.honorCipherOrder,
+    },
+    handler,
+  );
+  server.on("secureConnection", (socket: TLSSocket) => {
+    const given = Object.keys(socket.getPeerCertificate()).length > 0;
+    if (tls.clientAuth === "RequireAnyClientCert" && !given) socket.destroy();
+    if (tls.clientAuth === "VerifyClientCertIfGiven" && given && !socket.authorized) socket.destroy();
+  });
+  return server;
+}
+
+/** The request handler: routes, basic authentication, the configured headers. */
+function requestHandler(options: HttpServerOptions, web: WebConfig | undefined): RequestListener {
+  const auth = new BasicAuth(web?.users ?? new Map());
+  const headers = web?.headers ?? {};
+  return (req: IncomingMessage, res: ServerResponse) => {
+    const path = (req.url ?? "/").split("?")[0];
+    for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
+    void (async () => {
+      try {
+        const authorized = auth.open || (await auth.check(req.headers.authorization));
+        if (req.method !== "GET" && req.method !== "HEAD") {
+          res.writeHead(405, { allow: "GET, HEAD" }).end();
+        } else if (path === "/healthz") {
+          res.writeHead(200, { "content-type": "text/plain" }).end("ok\n");
+        } else if (!authorized && (path === "/metrics" || req.headers.authorization !== undefined)) {
+          res
+            .writeHead(401, {
+              "content-type": "text/plain",
+              "www-authenticate": 'Basic realm="replayable", charset="UTF-8"',
+            })
+            .end("unauthorized\n");
+        } else if (path === "/metrics") {
+          const body = await options.registry.metrics();
+          res.writeHead(200, { "content-type": options.registry.contentType }).end(body);
+        } else if (path === "/readyz") {
+          const r = await options.readiness();
+          const reason = authorized ? `: ${scrubSecrets(r.ready ? "" : r.reason)}` : "";
+          res
+            .writeHead(r.ready ? 200 : 503, { "content-type": "text/plain" })
+            .end(r.ready ? "ready\n" : `not ready${reason}\n`);
+        } else {
+          res
+            .writeHead(404, { "content-type": "text/plain" })
+            .end("not found: try /metrics, /healthz, /readyz\n");
+        }
+      } catch (error) {
+        res.writeHead(500, { "content-type": "text/plain" }).end(`error: ${scrubSecrets(String(error))}\n`);
+      }
+    })();
   };
 }

@@ -28,16 +28,50 @@ interface QueryAnswer {
   data?: { resultType: string; result: { value: [number, string] }[] };
 }
 
+/** One scrape job beyond the default `replayable` job: its name, scheme, CA and credentials. */
+export interface ScrapeJob {
+  readonly name: string;
+  readonly targets: readonly string[];
+  readonly scheme?: "http" | "https";
+  /** tls_config.ca_file: the CA that signed the target's certificate. */
+  readonly caFile?: string;
+  /** basic_auth: username and password. */
+  readonly basicAuth?: { readonly username: string; readonly password: string };
+}
+
+function jobConfig(job: ScrapeJob): string[] {
+  return [
+    `  - job_name: ${JSON.stringify(job.name)}`,
+    ...(job.scheme === undefined ? [] : [`    scheme: ${job.scheme}`]),
+    ...(job.caFile === undefined ? [] : ["    tls_config:", `      ca_file: ${JSON.stringify(job.caFile)}`]),
+    ...(job.basicAuth === undefined
+      ? []
+      : [
+          "    basic_auth:",
+          `      username: ${JSON.stringify(job.basicAuth.username)}`,
+          `      password: ${JSON.stringify(job.basicAuth.password)}`,
+        ]),
+    "    static_configs:",
+    `      - targets: [${job.targets.map((t) => JSON.stringify(t)).join(", ")}]`,
+  ];
+}
+
 /**
- * Starts `prometheus` scraping `targets` (host:port) every second, with `--storage.tsdb.path`
- * and the config in a temp folder and a free port, and waits until it is ready.
+ * Starts `prometheus` scraping `targets` (host:port) every second in job `replayable` (or the
+ * jobs given), with `--storage.tsdb.path` and the config in a temp folder and a free port, and
+ * waits until it is ready.
  * @throws when the binary is missing (install the Debian package `prometheus`) or it does not get ready.
  */
-export async function startPrometheus(targets: readonly string[]): Promise<PrivatePrometheus> {
+export async function startPrometheus(
+  targets: readonly string[] | readonly ScrapeJob[],
+): Promise<PrivatePrometheus> {
   requireBinary("prometheus");
   const dir = mkdtempSync(join(tmpdir(), "replayable-prom-"));
   const port = await freePort();
   const config = join(dir, "prometheus.yml");
+  const jobs: readonly ScrapeJob[] = targets.every((t) => typeof t === "string")
+    ? [{ name: "replayable", targets: targets }]
+    : targets;
   writeFileSync(
     config,
     [
@@ -45,9 +79,7 @@ export async function startPrometheus(targets: readonly string[]): Promise<Priva
       "  scrape_interval: 1s",
       "  evaluation_interval: 1s",
       "scrape_configs:",
-      "  - job_name: replayable",
-      "    static_configs:",
-      `      - targets: [${targets.map((t) => JSON.stringify(t)).join(", ")}]`,
+      ...jobs.flatMap(jobConfig),
       "",
     ].join("\n"),
   );

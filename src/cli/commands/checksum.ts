@@ -1,6 +1,7 @@
 /** `replayable checksum`: fingerprints of a projection's derived tables, to compare before and after a replay. */
 import { Command } from "commander";
 import { createPool, drizzleOf, type Db } from "../../db/pool.js";
+import { checkDatabase } from "../../db/startupCheck.js";
 import { githubChecksum, readGithubState } from "../../projections/github/checksum.js";
 import { ledgerChecksum, readLedgerState } from "../../projections/ledger/checksum.js";
 import { tableChecksums } from "../../sql/tableChecksums.js";
@@ -42,6 +43,7 @@ export function checksumCommand(): Command {
         );
         const { config } = setup;
         const projection = setup.projection();
+        await checkDatabase(config.databaseUrl, [], projection.tables);
         const pool = createPool({ connectionString: config.databaseUrl, max: 1 });
         try {
           const tables = await tableChecksums(pool, projection.tables);

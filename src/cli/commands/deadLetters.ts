@@ -6,6 +6,7 @@
 import { hostname, userInfo } from "node:os";
 import { Command, Option } from "commander";
 import { createPool } from "../../db/pool.js";
+import { checkDatabase } from "../../db/startupCheck.js";
 import { retryDeadLetter, type RetryOutcome } from "../../engine/retryDeadLetter.js";
 import { ReplayableError } from "../../errors.js";
 import { resolveDeadLetter } from "../../sql/resolveDeadLetter.js";
@@ -118,6 +119,7 @@ function listCommand(): Command {
         const { config } = setup;
         const projection = setup.projection();
         const limit = intFlag("--limit", flags.limit, 1, 1_000_000, 100);
+        await checkDatabase(config.databaseUrl, []);
         const pool = createPool({ connectionString: config.databaseUrl, max: 1 });
         try {
           const filter = {
@@ -152,6 +154,7 @@ function showCommand(): Command {
             `<id>: "${id}" is not a dead letter id; ids are whole numbers`,
           );
         const { config } = await configFrom(flags);
+        await checkDatabase(config.databaseUrl, []);
         const pool = createPool({ connectionString: config.databaseUrl, max: 1 });
         try {
           const [letter] = await selectDeadLetters(pool, { ids: [id], state: "all" });
@@ -195,6 +198,7 @@ function retryCommand(): Command {
         const { config } = setup;
         const projection = setup.projection();
         const log = cliLogger(config);
+        await checkDatabase(config.databaseUrl, flags.execute === true ? ["apply"] : [], projection.tables);
         const pool = createPool({ connectionString: config.databaseUrl, max: 1 });
         try {
           const letters = await selectDeadLetters(pool, filterFrom(flags, projection.name));
@@ -261,6 +265,7 @@ function discardCommand(): Command {
         const setup = await configFrom(flags, { REPLAYABLE_PROJECTION: flags.projection });
         const { config } = setup;
         const projection = setup.projection();
+        await checkDatabase(config.databaseUrl, []);
         const pool = createPool({ connectionString: config.databaseUrl, max: 1 });
         try {
           const letters = await selectDeadLetters(pool, filterFrom(flags, projection.name));

@@ -7,6 +7,7 @@ import { Command } from "commander";
 import { redactUrl } from "../../config.js";
 import { createPool } from "../../db/pool.js";
 import { migrate } from "../../db/migrate.js";
+import { checkDatabase } from "../../db/startupCheck.js";
 import { ReplayableError } from "../../errors.js";
 import type { RegisteredProjection } from "../../projections/registry.js";
 import {
@@ -41,14 +42,17 @@ export function projectionsToMigrate(
 }
 
 /**
- * Migrates, then checks that every table of `projections` exists.
- * @throws ReplayableError CONFIG_INVALID (exit 2) listing each missing table and its fix.
+ * Checks the connection and the privileges migrations need, migrates, then checks that every
+ * table of `projections` exists.
+ * @throws ReplayableError CONFIG_INVALID (exit 2) for a TLS or credential mismatch, a missing
+ *   grant (each GRANT named), or each missing table and its fix.
  */
 export async function migrateAndCheck(
   databaseUrl: string,
   projections: readonly RegisteredProjection[],
   configFile: string | undefined,
 ): Promise<void> {
+  await checkDatabase(databaseUrl, ["migrate"]);
   const pool = createPool({ connectionString: databaseUrl, max: 1 });
   try {
     await migrate(pool, projections);

@@ -5,6 +5,7 @@
  */
 import { Command } from "commander";
 import { createPool } from "../../db/pool.js";
+import { checkDatabase } from "../../db/startupCheck.js";
 import { KafkaAdmin } from "../../kafka/admin.js";
 import { prune, type PruneResult } from "../../replay/prune.js";
 import {
@@ -65,6 +66,7 @@ export function pruneCommand(): Command {
         const projection = setup.projection();
         const waitMs = intFlag("--wait-ms", flags.waitMs, 0, 86_400_000, DEFAULT_WAIT_MS);
         const log = cliLogger(config);
+        await checkDatabase(config.databaseUrl, flags.execute === true ? ["prune"] : []);
         const admin = await KafkaAdmin.connect(cliKafka(config, log));
         const pool = createPool({ connectionString: config.databaseUrl, max: 1 });
         try {

@@ -5,6 +5,7 @@
  */
 import { Command } from "commander";
 import { createPool } from "../../db/pool.js";
+import { checkDatabase } from "../../db/startupCheck.js";
 import { KafkaAdmin } from "../../kafka/admin.js";
 import { rebuild, type RebuildOutcome } from "../../replay/rebuild.js";
 import {
@@ -60,6 +61,7 @@ export function rebuildCommand(): Command {
         const { config } = setup;
         const projection = setup.projection();
         const log = cliLogger(config);
+        await checkDatabase(config.databaseUrl, flags.execute === true ? ["rebuild"] : [], projection.tables);
         const admin = await KafkaAdmin.connect(cliKafka(config, log));
         const pool = createPool({ connectionString: config.databaseUrl, max: 2 });
         try {

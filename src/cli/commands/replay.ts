@@ -5,6 +5,7 @@
  */
 import { Command } from "commander";
 import { createPool } from "../../db/pool.js";
+import { checkDatabase } from "../../db/startupCheck.js";
 import { ReplayableError } from "../../errors.js";
 import { KafkaAdmin } from "../../kafka/admin.js";
 import type { PartitionPlan } from "../../replay/planReset.js";
@@ -79,6 +80,7 @@ export function replayCommand(): Command {
         const { config } = setup;
         const projection = setup.projection(flags.group).name;
         const log = cliLogger(config);
+        await checkDatabase(config.databaseUrl, []);
         const admin = await KafkaAdmin.connect(cliKafka(config, log));
         const pool = createPool({ connectionString: config.databaseUrl, max: 2 });
         try {

@@ -3,7 +3,9 @@ import { Command } from "commander";
 import { redactUrl } from "../../config.js";
 import { ReplayableError, classifyPgError, errorMessage } from "../../errors.js";
 import { ConsumerService } from "../../engine/consumerService.js";
+import { checkDatabase } from "../../db/startupCheck.js";
 import { createLogger } from "../../logger.js";
+import { loadWebConfig } from "../../metrics/webConfig.js";
 import { action, configFrom, printError, withConnectionOptions, type ConnectionFlags } from "../common.js";
 import { onShutdownSignals } from "../signals.js";
 import { migrateAndCheck } from "./migrate.js";
@@ -47,6 +49,8 @@ export function runCommand(): Command {
         );
         const { config } = setup;
         const projection = setup.projection();
+        loadWebConfig(config.metrics.webConfigFile); // its problems before anything connects
+
         const log = createLogger(config.logLevel, { groupId: config.groupId, projection: projection.name });
         log.info(
           {
@@ -72,6 +76,10 @@ export function runCommand(): Command {
             },
           );
         }
+        // Before any record is read: TLS, credentials and the runtime grants (docs/security.md).
+        await checkDatabase(config.databaseUrl, ["apply"], projection.tables).catch((error: unknown) => {
+          throw unreachable(error);
+        });
         const service = new ConsumerService({ config, projection, log });
         const removeHandlers = onShutdownSignals(() => service.stop(), config.shutdownTimeoutMs, log);
         try {

@@ -1,6 +1,7 @@
 /** `replayable status`: per partition, the committed offset, the checkpoint, the high watermark and the lag. */
 import { Command } from "commander";
 import { createPool } from "../../db/pool.js";
+import { checkDatabase } from "../../db/startupCheck.js";
 import { KafkaAdmin } from "../../kafka/admin.js";
 import { committedOffsetOrNone, compareOffsets, offsetDistance } from "../../offsets.js";
 import { missingTopicsError, topicsNotOnCluster } from "../../replay/missingTopics.js";
@@ -96,6 +97,7 @@ export function statusCommand(): Command {
         const { config } = setup;
         const projection = setup.projection(flags.group);
         const log = cliLogger(config);
+        await checkDatabase(config.databaseUrl, []);
         const admin = await KafkaAdmin.connect(cliKafka(config, log));
         const pool = createPool({ connectionString: config.databaseUrl, max: 1 });
         try {

@@ -82,7 +82,7 @@ describe("secrets", () => {
       DATABASE_URL: `postgres://postgres:${wrong}@127.0.0.1:${server.port}/postgres`,
       LOG_LEVEL: "debug",
     });
-    expect(badPassword.code).toBe(1);
+    expect(badPassword.code).toBe(2);
     expect(badPassword.stderr).toContain("password authentication failed");
     expectNoSecret(badPassword.stderr, wrong);
 
