@@ -11,6 +11,7 @@
  */
 import { hostname, userInfo } from "node:os";
 import type pg from "pg";
+import { withTransaction } from "../db/withTransaction.js";
 import { ReplayableError, errorMessage } from "../errors.js";
 import { failpoint } from "../failpoints.js";
 import type { GroupMember, KafkaAdmin } from "../kafka/admin.js";
@@ -143,28 +144,31 @@ export async function rebuild(options: RebuildOptions): Promise<RebuildOutcome> 
       await commitPlan(admin, groupId, plan.partitions, options.log);
       options.log.info({ groupId, projection: projection.name }, "group reset to the log start offsets");
       try {
-        await client.query("BEGIN");
-        const emptied = await emptyProjection(client, projection.name, projection.tables);
-        const rebuildId = await insertRebuild(client, {
-          projection: projection.name,
-          groupId,
-          osUser: osUser(),
-          host: hostname(),
-          forced: options.force,
-          offsets: auditOffsets(plan),
-        });
-        // After the DELETE of the checkpoints, which waited for any transaction still holding one:
-        // this statement's snapshot sees every dead letter written before.
-        const deadLettersSuperseded = await supersedeDeadLetters(
+        return await withTransaction(
           client,
-          projection.name,
-          handedBack(plan),
-          `${osUser()}@${hostname()} (rebuild ${rebuildId})`,
+          async (): Promise<RebuildOutcome> => {
+            const emptied = await emptyProjection(client, projection.name, projection.tables);
+            const rebuildId = await insertRebuild(client, {
+              projection: projection.name,
+              groupId,
+              osUser: osUser(),
+              host: hostname(),
+              forced: options.force,
+              offsets: auditOffsets(plan),
+            });
+            // After the DELETE of the checkpoints, which waited for any transaction still holding one:
+            // this statement's snapshot sees every dead letter written before.
+            const deadLettersSuperseded = await supersedeDeadLetters(
+              client,
+              projection.name,
+              handedBack(plan),
+              `${osUser()}@${hostname()} (rebuild ${rebuildId})`,
+            );
+            return { kind: "executed", plan, rebuildId, emptied, deadLettersSuperseded };
+          },
+          { log: options.log },
         );
-        await client.query("COMMIT");
-        return { kind: "executed", plan, rebuildId, emptied, deadLettersSuperseded };
       } catch (error) {
-        await client.query("ROLLBACK").catch(() => undefined);
         throw new ReplayableError(
           "DATABASE",
           `rebuild of ${projection.name}: group ${groupId} was reset to the log start offsets, but emptying the projection failed (${errorMessage(error)}); the database is unchanged, so running the consumer now only re-reads records as duplicates. Fix the cause and run \`replayable rebuild --execute\` again.`,
