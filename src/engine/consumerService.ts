@@ -5,11 +5,9 @@
  * them in order. The data flow itself is the {@link Member}'s and its {@link PartitionWorker}s'.
  * `start()` and `stop()` are idempotent; stop runs in reverse order of start.
  */
-import { setTimeout as sleep } from "node:timers/promises";
 import pLimit from "p-limit";
 import type pg from "pg";
 import type { Logger } from "pino";
-import { backoffDelayMs } from "../backoff.js";
 import type { Config } from "../config.js";
 import { createPool } from "../db/pool.js";
 import { ReplayableError, errorMessage } from "../errors.js";
@@ -22,17 +20,17 @@ import { withBindings } from "../logger.js";
 import { createMetrics, initialiseMetrics, type Metrics } from "../metrics/metrics.js";
 import { startHttpServer, type HttpServer, type Readiness } from "../metrics/server.js";
 import type { DuplicateKeyKind, Projection } from "../projection.js";
-import { advisoryUnlock, projectionLock, tryAdvisoryLock } from "../sql/advisoryLocks.js";
 import { readCheckpoints } from "../sql/readCheckpoints.js";
 import type { Assignment, TopicPartition } from "../topicPartition.js";
 import { checkpointAheadOfLog } from "./checkpointAheadOfLog.js";
 import { DeadLetterForwarder } from "./deadLetterForwarder.js";
 import { EventIdGauge } from "./eventIdGauge.js";
 import { LagMonitor } from "./lagMonitor.js";
-import { Member } from "./member.js";
+import { Member, type WorkerSettings } from "./member.js";
 import { MemberEvents, type TransactionCommitted } from "./memberEvents.js";
 import { observeMetrics } from "./metricsObserver.js";
 import { poolTransactionRunner } from "./poolTransactionRunner.js";
+import { ProjectionLockSession } from "./projectionLockSession.js";
 import { ProgressReporter, type ProgressTotals } from "./progressReporter.js";
 
 /** Options for {@link ConsumerService}. */
@@ -96,8 +94,7 @@ export class ConsumerService {
   private readonly probePool: pg.Pool;
   /**
    * A one-connection pool for the session that holds the projection's shared advisory lock, so the
-   * main pool's REPLAYABLE_DB_POOL_SIZE connections all serve transactions (regression: with a
-   * pool of 1 the lock held the only connection and nothing was ever applied).
+   * main pool's REPLAYABLE_DB_POOL_SIZE connections all serve transactions.
    */
   private readonly lockPool: pg.Pool;
   private readonly member: Member;
@@ -111,11 +108,7 @@ export class ConsumerService {
   private readonly totals: Totals = { applied: 0, duplicates: 0, deadLettered: 0 };
   private readonly abort = new AbortController();
   private readonly topics: readonly string[];
-  private lockClient: pg.PoolClient | undefined;
-  /** When the loss of the advisory-lock session was last logged as a warning (epoch ms). */
-  private lockLossWarnedAt: number | undefined;
-  /** Advisory-lock sessions lost since start (each one re-taken). */
-  private lockSessionsLost = 0;
+  private readonly lock: ProjectionLockSession;
   private http: HttpServer | undefined;
   private started: Promise<void> | undefined;
   private stopping: Promise<void> | undefined;
@@ -132,6 +125,14 @@ export class ConsumerService {
     this.topics = config.topics.length > 0 ? config.topics : projection.defaultTopics;
     initialiseMetrics(this.metrics, this.topics);
     [this.pool, this.probePool, this.lockPool] = createPools(config, projection.name, log);
+    this.lock = new ProjectionLockSession({
+      pool: this.lockPool,
+      projection: projection.name,
+      retry: { initialMs: config.retryInitialMs, maxMs: config.retryMaxMs },
+      signal: this.abort.signal,
+      onLockedOut: (error) => this.fail(error),
+      log,
+    });
     const kafka = createKafka({ brokers: config.kafka.brokers, clientId: config.kafka.clientId, log });
     this.connectAdmin = () => KafkaAdmin.connect(kafka);
     if (config.dlqTopic !== undefined) this.dlq = new DeadLetterPublisher(kafka, config.dlqTopic);
@@ -168,6 +169,12 @@ export class ConsumerService {
       });
     this.events = new MemberEvents(log);
     this.observe(this.events);
+    this.member = this.createMember(kafka);
+  }
+
+  /** The member over a KafkaJS feed: the Kafka client stays in src/kafka/. */
+  private createMember(kafka: ReturnType<typeof createKafka>): Member {
+    const { config } = this.options;
     const feed = new KafkaFeed({
       kafka,
       groupId: config.groupId,
@@ -176,13 +183,13 @@ export class ConsumerService {
       heartbeatIntervalMs: config.heartbeatIntervalMs,
       partitionsConsumedConcurrently: config.partitionsConsumedConcurrently,
       maxBytesPerPartition: config.maxBatchBytes,
-      log,
+      log: this.log,
     });
-    this.member = new Member({ feed, events: this.events, workers: this.workerSettings(), log });
+    return new Member({ feed, events: this.events, workers: this.workerSettings(), log: this.log });
   }
 
   /** What every partition worker shares: the transaction runner, slots, limits and retry timing. */
-  private workerSettings(): ConstructorParameters<typeof Member>[0]["workers"] {
+  private workerSettings(): WorkerSettings {
     const { config, projection } = this.options;
     return {
       runTransaction: poolTransactionRunner({
@@ -252,7 +259,7 @@ export class ConsumerService {
           `invalid configuration:\n  REPLAYABLE_DLQ_TOPIC=${config.dlqTopic}: must not be one of the consumed topics (${this.topics.join(", ")}): the consumer would read its own dead letters`,
         );
       }
-      await this.takeProjectionLock();
+      await this.lock.take();
       if (this.options.http !== false) {
         this.http = await startHttpServer({
           host: config.metrics.host,
@@ -284,8 +291,8 @@ export class ConsumerService {
     this.stopping ??= (async () => {
       this.abort.abort();
       const log = this.log;
-      // Let a start in progress settle first (regression: a SIGTERM right after start-up stopped
-      // the consumer, then the start went on to join the group and left a member behind).
+      // Let a start in progress settle first: a start going on after the stop would join the group
+      // and leave a member behind.
       await this.started?.catch(() => undefined);
       this.progress.stop();
       await this.member.stop().catch((error: unknown) => log.warn({ err: error }, "consumer stop failed"));
@@ -298,16 +305,7 @@ export class ConsumerService {
       await this.admin
         ?.then((admin) => admin.close())
         .catch((error: unknown) => log.warn({ err: error }, "admin client close failed"));
-      if (this.lockClient !== undefined) {
-        // Unlocked explicitly: PostgreSQL drops a session lock only when the backend exits, a moment
-        // after the socket closes, and a `replay --execute` or `rebuild` right after the stop would
-        // still find it held (regression test stopReleasesLock).
-        await advisoryUnlock(this.lockClient, projectionLock(this.options.projection.name), true).catch(
-          () => undefined,
-        );
-        this.lockClient.release();
-        this.lockClient = undefined;
-      }
+      await this.lock.release();
       await this.probePool.end().catch(() => undefined);
       await this.lockPool.end().catch(() => undefined);
       await this.pool.end().catch((error: unknown) => log.warn({ err: error }, "pool end failed"));
@@ -336,88 +334,6 @@ export class ConsumerService {
       });
     }
     return this.admin;
-  }
-
-  /**
-   * Takes the projection's shared advisory lock on a connection of its own, kept for the
-   * service's lifetime. If that connection dies (PostgreSQL restarted), the lock is taken again
-   * in the background once PostgreSQL answers; a rebuild cannot start meanwhile, as it also
-   * needs the consumer group inactive.
-   * @throws ReplayableError PROJECTION_LOCKED when a rebuild holds the lock.
-   */
-  private async takeProjectionLock(): Promise<void> {
-    const { projection } = this.options;
-    const client = await this.lockPool.connect();
-    // A checked-out client whose connection dies emits "error": without a listener, the process crashes.
-    client.on("error", (error: Error) => this.onLockConnectionLost(client, error));
-    let locked = false;
-    try {
-      locked = await tryAdvisoryLock(client, projectionLock(projection.name), true);
-    } catch (error) {
-      client.release(true);
-      throw error;
-    }
-    if (!locked) {
-      client.release();
-      throw new ReplayableError(
-        "PROJECTION_LOCKED",
-        `projection ${projection.name} is being rebuilt (another session holds its advisory lock); run again once \`replayable rebuild\` has finished`,
-      );
-    }
-    if (this.stopping !== undefined) {
-      // stop() ran while the lock was being taken again: an unreleased client would hold pool.end().
-      client.release();
-      return;
-    }
-    this.lockClient = client;
-  }
-
-  private onLockConnectionLost(client: pg.PoolClient, error: Error): void {
-    if (this.lockClient !== client) return;
-    this.lockClient = undefined;
-    client.release(error);
-    if (this.stopping !== undefined || this.fatal !== undefined) return;
-    // One warning per outage: a session lost again within LOCK_LOSS_QUIET_MS of the last warning
-    // (PostgreSQL restarting, sessions terminated one after another) is the same outage.
-    const now = Date.now();
-    this.lockSessionsLost += 1;
-    if (this.lockLossWarnedAt === undefined || now - this.lockLossWarnedAt > LOCK_LOSS_QUIET_MS) {
-      this.lockLossWarnedAt = now;
-      this.log.warn(
-        { err: error },
-        "lost the PostgreSQL session holding the projection's shared advisory lock; taking it again",
-      );
-    } else {
-      this.log.debug(
-        { err: error, sessionsLost: this.lockSessionsLost },
-        "lost the advisory-lock session again",
-      );
-    }
-    void (async () => {
-      const { retryInitialMs, retryMaxMs } = this.options.config;
-      for (let attempt = 0; this.stopping === undefined && this.fatal === undefined; attempt++) {
-        try {
-          await this.takeProjectionLock();
-          this.log.info(
-            { sessionsLost: this.lockSessionsLost },
-            "projection's shared advisory lock taken again",
-          );
-          return;
-        } catch (lockError) {
-          if (lockError instanceof ReplayableError && lockError.code === "PROJECTION_LOCKED") {
-            this.fail(lockError);
-            return;
-          }
-          try {
-            await sleep(backoffDelayMs(attempt, retryInitialMs, retryMaxMs), undefined, {
-              signal: this.abort.signal,
-            });
-          } catch {
-            return;
-          }
-        }
-      }
-    })();
   }
 
   private fail(error: Error): void {
@@ -494,12 +410,6 @@ export class ConsumerService {
     }
   }
 }
-
-/**
- * A lost advisory-lock session within this long of the last one logged as a warning belongs to the
- * same outage and is logged at debug, ms.
- */
-const LOCK_LOSS_QUIET_MS = 60_000;
 
 /** How long /readyz waits for PostgreSQL's answer (or a connection), ms. */
 const READINESS_TIMEOUT_MS = 3000;
