@@ -143,38 +143,7 @@ export async function rebuild(options: RebuildOptions): Promise<RebuildOutcome> 
       // Kafka first: if the database step fails, the group only re-reads duplicates.
       await commitPlan(admin, groupId, plan.partitions, options.log);
       options.log.info({ groupId, projection: projection.name }, "group reset to the log start offsets");
-      try {
-        return await withTransaction(
-          client,
-          async (): Promise<RebuildOutcome> => {
-            const emptied = await emptyProjection(client, projection.name, projection.tables);
-            const rebuildId = await insertRebuild(client, {
-              projection: projection.name,
-              groupId,
-              osUser: osUser(),
-              host: hostname(),
-              forced: options.force,
-              offsets: auditOffsets(plan),
-            });
-            // After the DELETE of the checkpoints, which waited for any transaction still holding one:
-            // this statement's snapshot sees every dead letter written before.
-            const deadLettersSuperseded = await supersedeDeadLetters(
-              client,
-              projection.name,
-              handedBack(plan),
-              `${osUser()}@${hostname()} (rebuild ${rebuildId})`,
-            );
-            return { kind: "executed", plan, rebuildId, emptied, deadLettersSuperseded };
-          },
-          { log: options.log },
-        );
-      } catch (error) {
-        throw new ReplayableError(
-          "DATABASE",
-          `rebuild of ${projection.name}: group ${groupId} was reset to the log start offsets, but emptying the projection failed (${errorMessage(error)}); the database is unchanged, so running the consumer now only re-reads records as duplicates. Fix the cause and run \`replayable rebuild --execute\` again.`,
-          { cause: error, context: { projection: projection.name, groupId } },
-        );
-      }
+      return emptyInOneTransaction(options, client, plan);
     },
   );
   if (locked.locked) return locked.value;
@@ -187,6 +156,51 @@ export async function rebuild(options: RebuildOptions): Promise<RebuildOutcome> 
         reason: "PROJECTION_LOCKED",
         message: projectionLockedMessage(projection.name, "rebuild"),
       };
+}
+
+/**
+ * The database step of an executed rebuild, in one transaction: empty the projection, record the
+ * rebuild, resolve the dead letters it hands back as `superseded`.
+ * @throws ReplayableError DATABASE when the transaction fails (the group is already reset).
+ */
+async function emptyInOneTransaction(
+  options: RebuildOptions,
+  client: pg.PoolClient,
+  plan: RebuildPlan,
+): Promise<RebuildOutcome> {
+  const { projection, groupId } = options;
+  try {
+    return await withTransaction(
+      client,
+      async (): Promise<RebuildOutcome> => {
+        const emptied = await emptyProjection(client, projection.name, projection.tables);
+        const rebuildId = await insertRebuild(client, {
+          projection: projection.name,
+          groupId,
+          osUser: osUser(),
+          host: hostname(),
+          forced: options.force,
+          offsets: auditOffsets(plan),
+        });
+        // After the DELETE of the checkpoints, which waited for any transaction still holding one:
+        // this statement's snapshot sees every dead letter written before.
+        const deadLettersSuperseded = await supersedeDeadLetters(
+          client,
+          projection.name,
+          handedBack(plan),
+          `${osUser()}@${hostname()} (rebuild ${rebuildId})`,
+        );
+        return { kind: "executed", plan, rebuildId, emptied, deadLettersSuperseded };
+      },
+      { log: options.log },
+    );
+  } catch (error) {
+    throw new ReplayableError(
+      "DATABASE",
+      `rebuild of ${projection.name}: group ${groupId} was reset to the log start offsets, but emptying the projection failed (${errorMessage(error)}); the database is unchanged, so running the consumer now only re-reads records as duplicates. Fix the cause and run \`replayable rebuild --execute\` again.`,
+      { cause: error, context: { projection: projection.name, groupId } },
+    );
+  }
 }
 
 /** Reads what the rebuild would reset and empty; changes nothing. */
