@@ -81,7 +81,7 @@ export type Outcome =
       readonly kind: "retry";
       readonly fromOffset: string;
       readonly delayMs: number;
-      /** True from the ATTEMPTS_BEFORE_PAUSE (retryPolicy.ts)th failure in a row on. */
+      /** True once the partition has failed ATTEMPTS_BEFORE_PAUSE times in a row (retryPolicy.ts). */
       readonly paused: boolean;
       readonly error: unknown;
       readonly attempt: number;
@@ -378,8 +378,8 @@ export class PartitionWorker implements TopicPartition {
   }
 
   /**
-   * Acts on `retry`: logs and reports the failure, then waits out its delay (as `paused` from the
-   * ATTEMPTS_BEFORE_PAUSE (retryPolicy.ts)th failure in a row on).
+   * Acts on `retry`: logs and reports the failure, then waits out its delay (as `paused` once the
+   * partition has failed ATTEMPTS_BEFORE_PAUSE times in a row).
    * @returns false when the wait was cut short (rebalance, revoke, stop): the batch is abandoned.
    */
   private async waitOut(outcome: Extract<Outcome, { kind: "retry" }>): Promise<boolean> {
