@@ -27,4 +27,22 @@ export default tseslint.config(
       ],
     },
   },
+  {
+    // The engine knows the feed interface (src/feed.ts), never the Kafka client: KafkaJS stays
+    // behind src/kafka/, so another client can be added there without touching the engine.
+    files: ["src/engine/**/*.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        {
+          patterns: [
+            {
+              group: ["kafkajs", "kafkajs/*"],
+              message: "src/engine/ does not import KafkaJS: use the Feed interface of src/feed.ts.",
+            },
+          ],
+        },
+      ],
+    },
+  },
 );

@@ -30,6 +30,7 @@ import {
   type ScenarioSpec,
 } from "./scenario.js";
 import { evaluateTargets, recordsPerSecond, type ScenarioState, type TargetResult } from "./targets.js";
+import { formatTable, recordRows } from "../src/textTable.js";
 
 interface Flags {
   count: string;
@@ -389,18 +390,7 @@ function mb(bytes: number): number {
 }
 
 function table(rows: readonly Record<string, string | number>[]): string {
-  const columns = Object.keys(rows[0] ?? {});
-  const widths = columns.map((c) => Math.max(c.length, ...rows.map((r) => String(r[c]).length)));
-  const line = (cells: string[]) =>
-    cells
-      .map((cell, i) => cell.padEnd(widths[i]!))
-      .join("  ")
-      .trimEnd();
-  return [
-    line(columns),
-    line(widths.map((w) => "-".repeat(w))),
-    ...rows.map((r) => line(columns.map((c) => String(r[c])))),
-  ].join("\n");
+  return formatTable(recordRows(rows), { rule: true }).join("\n");
 }
 
 function say(text: string): void {

@@ -29,6 +29,7 @@ import { createLogger } from "../src/logger.js";
 import { offsetDistance } from "../src/offsets.js";
 import { readGithubState, type GithubState } from "../src/projections/github/checksum.js";
 import { readLedgerState } from "../src/projections/ledger/checksum.js";
+import { formatTable } from "../src/textTable.js";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 const BIN = join(ROOT, "bin", "replayable.js");
@@ -85,14 +86,9 @@ function step(message: string): void {
   process.stdout.write(`[${elapsed()}] ${message}\n`);
 }
 
-function table(rows: readonly (readonly (string | number)[])[], indent = "  "): void {
-  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => String(r[i]).length)));
-  for (const row of rows) {
-    const cells = row.map((cell, i) =>
-      typeof cell === "number" ? String(cell).padStart(widths[i]!) : cell.padEnd(widths[i]!),
-    );
-    process.stdout.write(`${indent}${cells.join("  ").trimEnd()}\n`);
-  }
+function table(rows: readonly (readonly (string | number)[])[]): void {
+  for (const line of formatTable(rows, { indent: "  ", numbersRight: true }))
+    process.stdout.write(`${line}\n`);
 }
 
 const checks: { ok: boolean; text: string }[] = [];

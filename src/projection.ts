@@ -19,6 +19,12 @@ export type DedupeKey =
   | { readonly kind: "event-id"; readonly header: string }
   | { readonly kind: "event-id"; readonly field: string };
 
+/**
+ * The kinds of dedupe key a duplicate was recognised by: below the checkpoint (`offset`), or an
+ * event id already recorded (`event_id`); the `key` label of `replayable_duplicates_total`.
+ */
+export type DuplicateKeyKind = "offset" | "event_id";
+
 /** What an apply step receives: the open transaction's client and a drizzle handle over it. */
 export interface ApplyContext {
   /** The checked-out client, inside BEGIN; never COMMIT or ROLLBACK it yourself. */

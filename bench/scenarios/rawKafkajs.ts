@@ -10,7 +10,7 @@ import type { Tally } from "../tally.js";
 /** Consumes until `tally` is done, then leaves the group. */
 export async function runRawKafkajs(spec: ScenarioSpec, tally: Tally, log: Logger): Promise<void> {
   const kafka = createKafka({ brokers: spec.brokers, clientId: "replayable-bench-raw", log });
-  // The consumer options of src/kafka/groupConsumer.ts, so only the handler differs.
+  // The consumer options of src/kafka/kafkaFeed.ts, so only the handler differs.
   const consumer = kafka.consumer({
     groupId: spec.group,
     sessionTimeout: 30_000,

@@ -13,6 +13,7 @@ import { createLogger, type Logger } from "../logger.js";
 import { ProjectionRegistry, type RegisteredProjection } from "../projections/registry.js";
 import { scrubSecrets } from "../secrets.js";
 import { missingTables } from "../sql/tableExists.js";
+import { formatTable, recordRows } from "../textTable.js";
 
 /** Flags every command that talks to Kafka or PostgreSQL takes (each overrides its variable). */
 export interface ConnectionFlags {
@@ -233,15 +234,7 @@ export function printTable(rows: readonly Record<string, string | number>[]): vo
     process.stdout.write("(no rows)\n");
     return;
   }
-  const columns = Object.keys(first);
-  const widths = columns.map((c) => Math.max(c.length, ...rows.map((r) => String(r[c] ?? "").length)));
-  const line = (cells: string[]) =>
-    cells
-      .map((cell, i) => cell.padEnd(widths[i]!))
-      .join("  ")
-      .trimEnd();
-  process.stdout.write(`${line(columns)}\n`);
-  for (const row of rows) process.stdout.write(`${line(columns.map((c) => String(row[c] ?? "")))}\n`);
+  for (const line of formatTable(recordRows(rows))) process.stdout.write(`${line}\n`);
 }
 
 /** Prints `value` as JSON on stdout (bigints as strings). */

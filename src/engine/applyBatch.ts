@@ -6,10 +6,10 @@
 import type pg from "pg";
 import type { Logger } from "pino";
 import type { ErrorCode } from "../errors.js";
+import { withTransaction } from "../db/withTransaction.js";
 import { failpoint } from "../failpoints.js";
-import type { DuplicateKeyKind } from "../metrics/metrics.js";
 import { compareOffsets, nextOffset, parseOffset } from "../offsets.js";
-import type { Projection } from "../projection.js";
+import type { DuplicateKeyKind, Projection } from "../projection.js";
 import type { KafkaRecord } from "../record.js";
 import { advanceCheckpoint } from "../sql/advanceCheckpoint.js";
 import { insertDeadLetter } from "../sql/insertDeadLetter.js";
@@ -83,26 +83,15 @@ export async function applyBatch<T>(input: ApplyBatchInput<T>): Promise<BatchRes
     throw new RangeError(
       `applyBatch: throughOffset ${last} is below the last record's offset ${lastRecord.offset}`,
     );
-  const lockTimeoutMs = input.lockTimeoutMs ?? 0;
-  if (!Number.isSafeInteger(lockTimeoutMs) || lockTimeoutMs < 0)
-    throw new RangeError(`applyBatch: lockTimeoutMs must be a non-negative integer, got ${lockTimeoutMs}`);
-  // One round trip: SET LOCAL lasts until COMMIT or ROLLBACK (PostgreSQL docs, "SET").
-  await client.query(
-    lockTimeoutMs > 0
-      ? `BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL lock_timeout = ${lockTimeoutMs}`
-      : "BEGIN ISOLATION LEVEL READ COMMITTED",
+  return withTransaction(
+    client,
+    async () => {
+      const result = await inTransaction(input, last);
+      await failpoint("before-db-commit");
+      return result;
+    },
+    { lockTimeoutMs: input.lockTimeoutMs, log },
   );
-  try {
-    const result = await inTransaction(input, last);
-    await failpoint("before-db-commit");
-    await client.query("COMMIT");
-    return result;
-  } catch (error) {
-    await client.query("ROLLBACK").catch((rollbackError: unknown) => {
-      log.warn({ err: rollbackError }, "ROLLBACK failed; the connection is discarded");
-    });
-    throw error;
-  }
 }
 
 async function inTransaction<T>(input: ApplyBatchInput<T>, last: string): Promise<BatchResult> {

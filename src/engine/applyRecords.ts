@@ -15,8 +15,7 @@ import {
   type ErrorCode,
 } from "../errors.js";
 import { failpoint } from "../failpoints.js";
-import type { DuplicateKeyKind } from "../metrics/metrics.js";
-import type { ApplyContext, DecodedRecord, Projection } from "../projection.js";
+import type { ApplyContext, DecodedRecord, DuplicateKeyKind, Projection } from "../projection.js";
 import { recordBytes, type KafkaRecord } from "../record.js";
 import { insertEventIds, type SeenEventId } from "../sql/insertEventIds.js";
 import { extractEventId, valueDigest } from "./dedupeKeys.js";

@@ -9,6 +9,7 @@ import type { Logger } from "pino";
 import type { Metrics } from "../metrics/metrics.js";
 import { countEventIds } from "../sql/countEventIds.js";
 
+import type { MemberEvents } from "./memberEvents.js";
 /** Options for {@link EventIdGauge}. */
 export interface EventIdGaugeOptions {
   readonly metrics: Metrics;
@@ -45,6 +46,11 @@ export class EventIdGauge {
     this.stopped = true;
     clearInterval(this.timer);
     await this.inFlight;
+  }
+
+  /** Follows the member's committed transactions ({@link recorded}). */
+  observe(events: MemberEvents): void {
+    events.on("batchCommitted", (event) => this.recorded(event.result.eventIdsRecorded));
   }
 
   /** Adds the rows one committed transaction inserted (BatchResult.eventIdsRecorded). */

@@ -14,6 +14,8 @@ import type { KafkaAdmin, PartitionOffsets } from "../kafka/admin.js";
 import type { Metrics } from "../metrics/metrics.js";
 import { compareOffsets, offsetDistance, offsetGaugeValue, type OffsetString } from "../offsets.js";
 import { readCheckpoints } from "../sql/readCheckpoints.js";
+import { partitionKey, type Assignment, type PartitionKey } from "../topicPartition.js";
+import type { MemberEvents } from "./memberEvents.js";
 
 /** Options for {@link LagMonitor}. */
 export interface LagMonitorOptions {
@@ -87,7 +89,7 @@ export interface CommittedBatch {
  * group starts from the earliest offset). Never below 0.
  */
 export class LagMonitor {
-  private readonly partitions = new Map<string, PartitionState>();
+  private readonly partitions = new Map<PartitionKey, PartitionState>();
   private timer: NodeJS.Timeout | undefined;
   private inFlight: Promise<void> | undefined;
   private stopped = false;
@@ -112,17 +114,17 @@ export class LagMonitor {
   }
 
   /** The member's new assignment (after a group join): drops the rows of partitions it lost. */
-  assign(assignment: Readonly<Record<string, readonly number[]>>): void {
-    const next = new Set<string>();
+  assign(assignment: Assignment): void {
+    const next = new Set<PartitionKey>();
     for (const [topic, partitions] of Object.entries(assignment)) {
-      for (const partition of partitions) next.add(keyOf(topic, partition));
+      for (const partition of partitions) next.add(partitionKey(topic, partition));
     }
     for (const [key, state] of this.partitions) {
       if (!next.has(key)) this.forget(key, state);
     }
     for (const [topic, partitions] of Object.entries(assignment)) {
       for (const partition of partitions) {
-        const key = keyOf(topic, partition);
+        const key = partitionKey(topic, partition);
         // A partition kept across a rebalance restarts from the committed offset: forget the position.
         this.partitions.set(key, { topic, partition, progressAt: performance.now(), stalled: false });
       }
@@ -137,9 +139,26 @@ export class LagMonitor {
     this.options.metrics.assignedPartitions.set(0);
   }
 
+  /** Follows the member: its assignments, the end of its membership and its committed transactions. */
+  observe(events: MemberEvents): void {
+    events
+      .on("assigned", (event) => this.assign(event.assignment))
+      .on("revoked", () => this.unassignAll())
+      .on("batchCommitted", (event) =>
+        this.batchCommitted({
+          topic: event.topic,
+          partition: event.partition,
+          highWatermark: event.highWatermark,
+          nextOffset: event.result.nextOffset,
+          checkpoint: event.result.checkpoint,
+          offsetCommitted: event.offsetCommit === "committed",
+        }),
+      );
+  }
+
   /** Updates a partition's gauges after a batch. Ignored for a partition no longer assigned. */
   batchCommitted(batch: CommittedBatch): void {
-    const state = this.partitions.get(keyOf(batch.topic, batch.partition));
+    const state = this.partitions.get(partitionKey(batch.topic, batch.partition));
     if (state === undefined) return;
     state.position = batch.nextOffset;
     state.highWatermark = later(state.highWatermark, batch.highWatermark);
@@ -210,7 +229,7 @@ export class LagMonitor {
       ]);
       for (const { topic, offsets } of ends) this.applyEnds(topic, offsets);
       for (const c of committed) {
-        const state = this.partitions.get(keyOf(c.topic, c.partition));
+        const state = this.partitions.get(partitionKey(c.topic, c.partition));
         if (state !== undefined) state.committed = later(state.committed, c.offset);
       }
     } catch (error) {
@@ -218,7 +237,7 @@ export class LagMonitor {
     }
     try {
       for (const row of await readCheckpoints(pool, projection)) {
-        const state = this.partitions.get(keyOf(row.topic, row.partition));
+        const state = this.partitions.get(partitionKey(row.topic, row.partition));
         if (state !== undefined) state.checkpoint = later(state.checkpoint, row.nextOffset);
       }
     } catch (error) {
@@ -231,7 +250,7 @@ export class LagMonitor {
 
   private applyEnds(topic: string, offsets: readonly PartitionOffsets[]): void {
     for (const o of offsets) {
-      const state = this.partitions.get(keyOf(topic, o.partition));
+      const state = this.partitions.get(partitionKey(topic, o.partition));
       if (state === undefined) continue;
       state.highWatermark = later(state.highWatermark, o.highWatermark);
       state.logStartOffset = o.logStartOffset;
@@ -296,7 +315,7 @@ export class LagMonitor {
     }
   }
 
-  private forget(key: string, state: PartitionState): void {
+  private forget(key: PartitionKey, state: PartitionState): void {
     const { metrics } = this.options;
     const labels = { topic: state.topic, partition: String(state.partition) };
     metrics.lag.remove(labels);
@@ -328,10 +347,6 @@ export class LagMonitor {
  */
 function later(known: OffsetString | undefined, read: OffsetString): OffsetString {
   return known === undefined || compareOffsets(read, known) > 0 ? read : known;
-}
-
-function keyOf(topic: string, partition: number): string {
-  return `${topic}\u0000${partition}`;
 }
 
 /** The committed offset, or the log start offset when the group has none (a new group reads from the earliest). */

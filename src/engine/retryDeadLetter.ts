@@ -5,6 +5,7 @@
  */
 import type pg from "pg";
 import type { Logger } from "pino";
+import { withTransaction } from "../db/withTransaction.js";
 import { ReplayableError, type ErrorCode } from "../errors.js";
 import type { Projection } from "../projection.js";
 import { lockDeadLetter, type DeadLetter } from "../sql/selectDeadLetters.js";
@@ -59,29 +60,23 @@ export interface RetryDeadLetterInput<T> {
  */
 export async function retryDeadLetter<T>(input: RetryDeadLetterInput<T>): Promise<RetryOutcome> {
   const { client, projection, id, log } = input;
-  await client.query("BEGIN ISOLATION LEVEL READ COMMITTED");
-  try {
-    const letter = await lockDeadLetter(client, id);
-    let outcome: RetryOutcome;
-    if (letter === undefined) outcome = { kind: "not_found" };
-    else if (letter.projection !== projection.name) {
-      throw new ReplayableError(
-        "NOT_FOUND",
-        `dead letter ${id} belongs to projection ${letter.projection}, not ${projection.name}`,
-      );
-    } else if (letter.resolvedAt !== null) {
-      outcome = { kind: "already_resolved", resolution: letter.resolution ?? "" };
-    } else {
-      outcome = await retryUnresolved(input, letter);
-    }
-    await client.query("COMMIT");
-    return outcome;
-  } catch (error) {
-    await client.query("ROLLBACK").catch((rollbackError: unknown) => {
-      log.warn({ err: rollbackError }, "ROLLBACK failed; the connection is discarded");
-    });
-    throw error;
-  }
+  return withTransaction(
+    client,
+    async (): Promise<RetryOutcome> => {
+      const letter = await lockDeadLetter(client, id);
+      if (letter === undefined) return { kind: "not_found" };
+      if (letter.projection !== projection.name) {
+        throw new ReplayableError(
+          "NOT_FOUND",
+          `dead letter ${id} belongs to projection ${letter.projection}, not ${projection.name}`,
+        );
+      }
+      if (letter.resolvedAt !== null)
+        return { kind: "already_resolved", resolution: letter.resolution ?? "" };
+      return retryUnresolved(input, letter);
+    },
+    { log },
+  );
 }
 
 /** The unresolved letter's retry, inside the open transaction. */

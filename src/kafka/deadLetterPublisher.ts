@@ -6,7 +6,7 @@
  */
 import { CompressionTypes, Partitioners, type IHeaders, type Kafka, type Producer } from "kafkajs";
 import type { KafkaRecord } from "../record.js";
-import { assertTopicsExist } from "./groupConsumer.js";
+import { assertTopicsExist } from "./admin.js";
 
 /** A dead letter to publish. */
 export interface DeadLetterToPublish {

@@ -7,9 +7,6 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import type { RetryReason } from "../errors.js";
 
-/** The kinds of dedupe key a duplicate was recognised by (label `key`). */
-export type DuplicateKeyKind = "offset" | "event_id";
-
 /** The metrics the engine and the consumer update. */
 export interface Metrics {
   readonly registry: Registry;

@@ -1,7 +1,7 @@
 /**
  * A topic named to a command that does not exist on the cluster: a usage error naming the topic,
  * where its name came from and the fix, worded as `run` words it (`assertTopicsExist` in
- * src/kafka/groupConsumer.ts), so every command says it the same way and exits 2.
+ * src/kafka/admin.ts), so every command says it the same way and exits 2.
  */
 import { ReplayableError } from "../errors.js";
 import type { KafkaAdmin } from "../kafka/admin.js";

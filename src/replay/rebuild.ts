@@ -11,6 +11,7 @@
  */
 import { hostname, userInfo } from "node:os";
 import type pg from "pg";
+import { withTransaction } from "../db/withTransaction.js";
 import { ReplayableError, errorMessage } from "../errors.js";
 import { failpoint } from "../failpoints.js";
 import type { GroupMember, KafkaAdmin } from "../kafka/admin.js";
@@ -142,8 +143,36 @@ export async function rebuild(options: RebuildOptions): Promise<RebuildOutcome> 
       // Kafka first: if the database step fails, the group only re-reads duplicates.
       await commitPlan(admin, groupId, plan.partitions, options.log);
       options.log.info({ groupId, projection: projection.name }, "group reset to the log start offsets");
-      try {
-        await client.query("BEGIN");
+      return emptyInOneTransaction(options, client, plan);
+    },
+  );
+  if (locked.locked) return locked.value;
+  const group = await admin.describeGroup(groupId);
+  const active = groupActiveMessage(groupId, group.state, group.members, `rebuild ${projection.name}`);
+  return active !== undefined
+    ? { kind: "refused", reason: "GROUP_ACTIVE", message: active }
+    : {
+        kind: "refused",
+        reason: "PROJECTION_LOCKED",
+        message: projectionLockedMessage(projection.name, "rebuild"),
+      };
+}
+
+/**
+ * The database step of an executed rebuild, in one transaction: empty the projection, record the
+ * rebuild, resolve the dead letters it hands back as `superseded`.
+ * @throws ReplayableError DATABASE when the transaction fails (the group is already reset).
+ */
+async function emptyInOneTransaction(
+  options: RebuildOptions,
+  client: pg.PoolClient,
+  plan: RebuildPlan,
+): Promise<RebuildOutcome> {
+  const { projection, groupId } = options;
+  try {
+    return await withTransaction(
+      client,
+      async (): Promise<RebuildOutcome> => {
         const emptied = await emptyProjection(client, projection.name, projection.tables);
         const rebuildId = await insertRebuild(client, {
           projection: projection.name,
@@ -161,28 +190,17 @@ export async function rebuild(options: RebuildOptions): Promise<RebuildOutcome> 
           handedBack(plan),
           `${osUser()}@${hostname()} (rebuild ${rebuildId})`,
         );
-        await client.query("COMMIT");
         return { kind: "executed", plan, rebuildId, emptied, deadLettersSuperseded };
-      } catch (error) {
-        await client.query("ROLLBACK").catch(() => undefined);
-        throw new ReplayableError(
-          "DATABASE",
-          `rebuild of ${projection.name}: group ${groupId} was reset to the log start offsets, but emptying the projection failed (${errorMessage(error)}); the database is unchanged, so running the consumer now only re-reads records as duplicates. Fix the cause and run \`replayable rebuild --execute\` again.`,
-          { cause: error, context: { projection: projection.name, groupId } },
-        );
-      }
-    },
-  );
-  if (locked.locked) return locked.value;
-  const group = await admin.describeGroup(groupId);
-  const active = groupActiveMessage(groupId, group.state, group.members, `rebuild ${projection.name}`);
-  return active !== undefined
-    ? { kind: "refused", reason: "GROUP_ACTIVE", message: active }
-    : {
-        kind: "refused",
-        reason: "PROJECTION_LOCKED",
-        message: projectionLockedMessage(projection.name, "rebuild"),
-      };
+      },
+      { log: options.log },
+    );
+  } catch (error) {
+    throw new ReplayableError(
+      "DATABASE",
+      `rebuild of ${projection.name}: group ${groupId} was reset to the log start offsets, but emptying the projection failed (${errorMessage(error)}); the database is unchanged, so running the consumer now only re-reads records as duplicates. Fix the cause and run \`replayable rebuild --execute\` again.`,
+      { cause: error, context: { projection: projection.name, groupId } },
+    );
+  }
 }
 
 /** Reads what the rebuild would reset and empty; changes nothing. */

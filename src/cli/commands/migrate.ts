@@ -81,8 +81,8 @@ export function migrateCommand(): Command {
     .action(
       action(async (flags: MigrateFlags) => {
         // A valid config's tables are checked after migrating (migrateAndCheck): a zero-code sink's
-        // table may be made by another projection's migration (regression: every migrate failed
-        // then). With other problems nothing is migrated, and the missing tables are listed too.
+        // table may be made by another projection's migration, which checking first would refuse.
+        // With other problems nothing is migrated, and the missing tables are listed too.
         const setup = await configFrom(flags, {}, { checkTables: "with-other-problems" });
         const { config } = setup;
         const log = cliLogger(config);

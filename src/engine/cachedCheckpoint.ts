@@ -1,6 +1,7 @@
 /**
- * The replay fast path's memory: the last checkpoint this member committed per (topic, partition),
- * so a fetched batch entirely below it is counted as duplicates without a database round trip.
+ * The replay fast path's memory of one partition: the last checkpoint this member committed, so a
+ * fetched batch entirely below it is counted as duplicates without a database round trip. Each
+ * PartitionWorker holds one.
  *
  * Why a cached value is never above the true checkpoint of a partition this member owns:
  * - it is only ever taken from the result of a committed transaction, which read the checkpoint
@@ -8,7 +9,7 @@
  * - a checkpoint moves back only when a rebuild empties the projection's dedupe state, and a rebuild
  *   needs the consumer group to be inactive (DESIGN.md "Replay and rebuild"), so every member goes
  *   through a new assignment before it reads again;
- * - every assignment (group join, rebalance) drops the whole cache and starts a new epoch, and the
+ * - every assignment (group join, rebalance) forgets the value and starts a new epoch, and the
  *   result of a transaction that began in an earlier epoch is not remembered. A partition handed to
  *   another member and back is therefore re-read from PostgreSQL by its next transaction.
  * It also refuses to cover a batch whose high watermark is below the cached value (a recreated or
@@ -17,9 +18,9 @@
  */
 import { parseOffset, type OffsetString } from "../offsets.js";
 
-/** Per (topic, partition) checkpoints known to this member since its latest assignment. */
-export class CheckpointCache {
-  private readonly checkpoints = new Map<string, bigint>();
+/** One partition's checkpoint as known to this member since its latest assignment. */
+export class CachedCheckpoint {
+  private value: bigint | undefined;
   private currentEpoch = 0;
 
   /**
@@ -30,15 +31,15 @@ export class CheckpointCache {
     return this.currentEpoch;
   }
 
-  /** Number of partitions with a cached checkpoint. */
-  get size(): number {
-    return this.checkpoints.size;
+  /** True when a checkpoint is cached. */
+  get known(): boolean {
+    return this.value !== undefined;
   }
 
-  /** Forgets every checkpoint and starts a new epoch. Call on every assignment (group join, rebalance). */
-  reset(): void {
+  /** Forgets the checkpoint and starts a new epoch. Call on every assignment (group join, rebalance). */
+  forget(): void {
     this.currentEpoch += 1;
-    this.checkpoints.clear();
+    this.value = undefined;
   }
 
   /**
@@ -46,12 +47,10 @@ export class CheckpointCache {
    * `epoch` is still the current one and the value is ahead of what is cached; otherwise ignores it.
    * @throws RangeError when `checkpoint` is not a 64-bit offset.
    */
-  remember(topic: string, partition: number, checkpoint: OffsetString, epoch: number): void {
+  remember(checkpoint: OffsetString, epoch: number): void {
     if (epoch !== this.currentEpoch) return;
     const value = parseOffset(checkpoint, "checkpoint");
-    const key = keyOf(topic, partition);
-    const cached = this.checkpoints.get(key);
-    if (cached === undefined || value > cached) this.checkpoints.set(key, value);
+    if (this.value === undefined || value > this.value) this.value = value;
   }
 
   /**
@@ -60,21 +59,11 @@ export class CheckpointCache {
    * `highWatermark` is not below it; otherwise undefined, and the batch goes to the database.
    * @throws RangeError when an offset is not a 64-bit offset.
    */
-  checkpointCovering(
-    topic: string,
-    partition: number,
-    lastOffset: OffsetString,
-    highWatermark: OffsetString,
-  ): OffsetString | undefined {
-    const cached = this.checkpoints.get(keyOf(topic, partition));
+  covering(lastOffset: OffsetString, highWatermark: OffsetString): OffsetString | undefined {
+    const cached = this.value;
     if (cached === undefined) return undefined;
     if (parseOffset(lastOffset) >= cached) return undefined;
     if (parseOffset(highWatermark, "highWatermark") < cached) return undefined;
     return cached.toString();
   }
-}
-
-function keyOf(topic: string, partition: number): string {
-  // A topic name cannot contain "/" (Kafka's legal characters are a-z A-Z 0-9 . _ -).
-  return `${topic}/${partition}`;
 }

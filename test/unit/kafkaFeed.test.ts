@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { isKafkaUnavailable } from "../../src/kafka/groupConsumer.js";
+import { isKafkaUnavailable } from "../../src/kafka/kafkaFeed.js";
 
 /** A KafkaJS error's shape: name, retriable, type, cause. */
 function kafkaError(name: string, fields: { retriable?: boolean; type?: string; cause?: unknown } = {}) {

@@ -1,0 +1,441 @@
+/**
+ * One assigned partition's worker: everything this member knows about the partition lives here
+ * (the generation it was assigned in, the batches it holds, its cached checkpoint for the replay
+ * fast path, its consecutive failures and back-off, whether its fetching is paused). The feed
+ * offers it fetched batches; it plans each batch's transactions, runs them one at a time in offset
+ * order, and turns each attempt into an {@link Outcome}: applied through an offset, retry from an
+ * offset after a delay, or stop with an error. Acting on an outcome (the offset commit, fenced by
+ * the batch's generation; the wait; the stop) happens in one place, {@link PartitionWorker.settle}.
+ *
+ * States ({@link WorkerState}):
+ * - `idle`: no batch held; the partition is fetched.
+ * - `applying`: a transaction of the oldest batch runs (holding one of the member's
+ *   REPLAYABLE_PARTITIONS_CONCURRENTLY transaction slots), or the fast path skips it.
+ * - `backingOff`: the transaction failed; the batch waits in memory for the retry policy's delay
+ *   (never re-fetched with a seek, so no seek can outlive a rebalance). The wait holds no slot.
+ * - `paused`: as `backingOff`, after ATTEMPTS_BEFORE_PAUSE (retryPolicy.ts) failures in a row
+ *   (`replayable_paused_partitions`, the "partition paused" log line).
+ * - `revoked`: the partition was taken away, or the member stops: batches waiting are dropped, a
+ *   back-off ends at once, and a transaction already running finishes and asks for its offset
+ *   commit (which the feed skips after a rebalance; the checkpoint row lock fences the transaction).
+ *   A batch left unapplied is fetched again by the partition's next owner, from the committed offset.
+ * - `failed`: a failure no retry can fix; the member stops.
+ * `assign(generation)` (a rebalance that kept the partition) drops the batches of older
+ * generations and the cached checkpoint, and goes on with the batches of the new one.
+ *
+ * Orthogonal to the state: while the worker holds its lane's depth of batches (the one applied plus,
+ * with REPLAYABLE_PREFETCH, one fetched behind it) it asks the feed to pause the partition, and
+ * resumes it when a batch is done, so a slow partition never holds more and never stalls the others.
+ */
+import { setTimeout as sleep } from "node:timers/promises";
+import type { Logger } from "pino";
+import { ReplayableError, errorMessage, type PgFailureKind, type RetryReason } from "../errors.js";
+import { failpoint } from "../failpoints.js";
+import type { Feed, FetchedBatch } from "../feed.js";
+import { offsetDistance } from "../offsets.js";
+import type { KafkaRecord } from "../record.js";
+import type { TopicPartition } from "../topicPartition.js";
+import type { BatchResult } from "./applyBatch.js";
+import { CachedCheckpoint } from "./cachedCheckpoint.js";
+import type { MemberEvents } from "./memberEvents.js";
+import { decide, type RetryTiming } from "./retryPolicy.js";
+import {
+  belowCheckpoint,
+  planTransactions,
+  type PlannedTransaction,
+  type TransactionLimits,
+} from "./transactionPlan.js";
+
+/** The worker's state; see the top of this file. */
+export type WorkerState = "idle" | "applying" | "backingOff" | "paused" | "revoked" | "failed";
+
+/** What the worker asks the database to do: one planned transaction of one partition. */
+export interface TransactionRequest extends TopicPartition {
+  readonly records: readonly KafkaRecord[];
+  readonly throughOffset: string;
+  /** The high watermark to check the checkpoint against (CHECKPOINT_AHEAD_OF_LOG). */
+  readonly highWatermark: string;
+  /** The partition's logger. */
+  readonly log: Logger;
+}
+
+/**
+ * Runs one dedupe-then-effect transaction (DESIGN.md steps 1-7) and reports how long BEGIN to
+ * COMMIT took, ms. Throws the transaction's error after its ROLLBACK.
+ */
+export type TransactionRunner = (
+  request: TransactionRequest,
+) => Promise<{ readonly result: BatchResult; readonly durationMs: number }>;
+
+/** The result of one attempt at one planned transaction. */
+export type Outcome =
+  | {
+      readonly kind: "applied";
+      /** Everything up to `throughOffset` is applied: `result.nextOffset` is the offset to commit. */
+      readonly throughOffset: string;
+      readonly result: BatchResult;
+      readonly fastPath: boolean;
+      readonly transactionMs: number | undefined;
+    }
+  | {
+      readonly kind: "retry";
+      readonly fromOffset: string;
+      readonly delayMs: number;
+      /** True once the partition has failed ATTEMPTS_BEFORE_PAUSE times in a row (retryPolicy.ts). */
+      readonly paused: boolean;
+      readonly error: unknown;
+      readonly attempt: number;
+      readonly errorKind: PgFailureKind;
+      readonly reason: RetryReason;
+    }
+  | { readonly kind: "stop"; readonly error: Error }
+  /** The batch is no longer this worker's to apply (rebalanced, revoked, the member stops). */
+  | { readonly kind: "abandoned" };
+
+/** Options of {@link PartitionWorker}; everything it acts through is injected. */
+export interface PartitionWorkerOptions extends TopicPartition {
+  /** The generation the partition was assigned in. */
+  readonly generation: number;
+  readonly feed: Pick<Feed, "pause" | "resume" | "commit">;
+  readonly events: MemberEvents;
+  readonly runTransaction: TransactionRunner;
+  /** The member's transaction slots (p-limit): at most REPLAYABLE_PARTITIONS_CONCURRENTLY run at once. */
+  readonly slots: <T>(run: () => Promise<T>) => Promise<T>;
+  readonly limits: TransactionLimits;
+  readonly timing: RetryTiming;
+  /** Hold one more fetched batch behind the one applied (REPLAYABLE_PREFETCH). */
+  readonly prefetch: boolean;
+  /** Aborted when the member stops. */
+  readonly memberSignal: AbortSignal;
+  /** The partition's high watermark now, asked once before calling a checkpoint ahead of the log. */
+  readonly currentHighWatermark: (tp: TopicPartition) => Promise<string | undefined>;
+  readonly log: Logger;
+  /** For tests: the jitter's random source. */
+  readonly random?: () => number;
+}
+
+/** The high watermark a batch is checked against, asked afresh at most once per batch. */
+interface Watermark {
+  value: string;
+  rechecked: boolean;
+}
+
+const ABANDONED: Outcome = { kind: "abandoned" };
+
+/** The worker of one assigned partition. */
+export class PartitionWorker implements TopicPartition {
+  readonly topic: string;
+  readonly partition: number;
+  private generation: number;
+  /** Aborted when the generation ends or the partition is revoked: ends a back-off at once. */
+  private generationAbort = new AbortController();
+  private current: WorkerState = "idle";
+  /** Batches fetched and not yet started, oldest first. */
+  private readonly waiting: FetchedBatch[] = [];
+  /** The batch being applied. */
+  private inFlight: FetchedBatch | undefined;
+  private running = false;
+  private loop: Promise<void> = Promise.resolve();
+  private failures = 0;
+  private fetchPaused = false;
+  private readonly checkpoint = new CachedCheckpoint();
+  private readonly log: Logger;
+
+  constructor(private readonly options: PartitionWorkerOptions) {
+    this.topic = options.topic;
+    this.partition = options.partition;
+    this.generation = options.generation;
+    this.log = options.log.child({ topic: options.topic, partition: options.partition });
+  }
+
+  /** The worker's state. */
+  get state(): WorkerState {
+    return this.current;
+  }
+
+  /** Batches held: the one applied plus those waiting. */
+  get held(): number {
+    return this.waiting.length + (this.inFlight === undefined ? 0 : 1);
+  }
+
+  /** Resolves when the worker holds no batch (every transaction it started has settled). */
+  drained(): Promise<void> {
+    return this.loop;
+  }
+
+  /**
+   * A fetched batch of this partition. Kept when it belongs to the worker's generation, dropped
+   * otherwise (fetched before a rebalance: the next owner re-reads it from the committed offset).
+   */
+  offer(batch: FetchedBatch): void {
+    if (batch.generation !== this.generation || this.current === "revoked" || this.current === "failed") {
+      this.log.debug({ generation: batch.generation, firstOffset: batch.firstOffset }, "stale batch dropped");
+      return;
+    }
+    this.waiting.push(batch);
+    this.updateFetchPause();
+    if (this.running) return;
+    this.running = true;
+    this.loop = this.work();
+  }
+
+  /** The partition was (re)assigned in `generation`: older batches and the cached checkpoint go. */
+  assign(generation: number): void {
+    this.endGeneration();
+    this.generation = generation;
+    if (this.current === "revoked") this.current = this.running ? "applying" : "idle";
+    this.checkpoint.forget();
+    this.updateFetchPause();
+  }
+
+  /** The partition is no longer this member's, or the member stops: see `revoked` above. */
+  revoke(): void {
+    this.endGeneration();
+    if (this.current !== "failed") this.current = "revoked";
+    this.updateFetchPause();
+  }
+
+  private endGeneration(): void {
+    this.generationAbort.abort();
+    this.generationAbort = new AbortController();
+    this.waiting.length = 0;
+  }
+
+  private isCurrent(batch: FetchedBatch): boolean {
+    return (
+      batch.generation === this.generation &&
+      this.current !== "revoked" &&
+      this.current !== "failed" &&
+      !this.options.memberSignal.aborted
+    );
+  }
+
+  /** Applies the batches held, oldest first, until none is left. */
+  private async work(): Promise<void> {
+    for (;;) {
+      const batch = this.waiting.shift();
+      if (batch === undefined) {
+        this.running = false;
+        if (this.current !== "revoked" && this.current !== "failed") this.current = "idle";
+        return;
+      }
+      this.inFlight = batch;
+      try {
+        await this.handle(batch);
+      } catch (error) {
+        this.fail(error instanceof Error ? error : new Error(errorMessage(error)));
+      } finally {
+        this.inFlight = undefined;
+        this.updateFetchPause();
+      }
+    }
+  }
+
+  /** Plans `batch`'s transactions and settles each in turn; stops at the first not applied. */
+  private async handle(batch: FetchedBatch): Promise<void> {
+    const watermark: Watermark = { value: batch.highWatermark, rechecked: false };
+    const whole = this.checkpoint.covering(batch.throughOffset, batch.highWatermark) !== undefined;
+    for (const transaction of planTransactions(batch, this.options.limits, whole)) {
+      const outcome = await this.settle(batch, transaction, watermark);
+      if (outcome.kind !== "applied") return;
+    }
+  }
+
+  /** Attempts `transaction` until an outcome other than retry, acting on each outcome. */
+  private async settle(
+    batch: FetchedBatch,
+    transaction: PlannedTransaction,
+    watermark: Watermark,
+  ): Promise<Outcome> {
+    const startedNs = process.hrtime.bigint();
+    for (;;) {
+      const outcome = await this.attempt(batch, transaction, watermark);
+      switch (outcome.kind) {
+        case "applied":
+          await this.applied(batch, transaction, outcome, startedNs);
+          return outcome;
+        case "retry":
+          if (await this.waitOut(outcome)) continue;
+          return ABANDONED;
+        case "stop":
+          this.fail(outcome.error);
+          return outcome;
+        case "abandoned":
+          return outcome;
+      }
+    }
+  }
+
+  /** One attempt: the fast path, or one transaction in a slot; its failure judged by the retry policy. */
+  private async attempt(
+    batch: FetchedBatch,
+    transaction: PlannedTransaction,
+    watermark: Watermark,
+  ): Promise<Outcome> {
+    if (!this.isCurrent(batch)) return ABANDONED;
+    this.current = "applying";
+    const { throughOffset } = transaction;
+    const cached = this.checkpoint.covering(throughOffset, watermark.value);
+    if (cached !== undefined) {
+      const result = belowCheckpoint(transaction, cached);
+      return { kind: "applied", throughOffset, result, fastPath: true, transactionMs: undefined };
+    }
+    const epoch = this.checkpoint.epoch;
+    try {
+      const request = {
+        topic: this.topic,
+        partition: this.partition,
+        records: transaction.records ?? batch.records,
+        throughOffset,
+        highWatermark: watermark.value,
+        log: this.log,
+      };
+      const { result, durationMs } = await this.options.slots(() => this.options.runTransaction(request));
+      this.checkpoint.remember(result.checkpoint, epoch);
+      return { kind: "applied", throughOffset, result, fastPath: false, transactionMs: durationMs };
+    } catch (error) {
+      if (await this.rechecked(error, watermark)) return this.attempt(batch, transaction, watermark);
+      return this.failed(error, transaction);
+    }
+  }
+
+  /**
+   * CHECKPOINT_AHEAD_OF_LOG with the high watermark the fetch brought: a member that was paused
+   * meanwhile (GC, SIGSTOP) may hold a batch older than the checkpoint another member wrote. Asks
+   * Kafka once more before calling the log truncated, and only once per batch: a producer writing
+   * to a recreated topic keeps raising the high watermark, and rechecking until it passes the
+   * checkpoint would skip its records as duplicates.
+   * @returns true when a higher high watermark was found: attempt again with it.
+   */
+  private async rechecked(error: unknown, watermark: Watermark): Promise<boolean> {
+    if (!(error instanceof ReplayableError) || error.code !== "CHECKPOINT_AHEAD_OF_LOG") return false;
+    if (watermark.rechecked) return false;
+    watermark.rechecked = true;
+    const fresh = await this.options.currentHighWatermark(this).catch(() => undefined);
+    if (fresh === undefined || offsetDistance(fresh, watermark.value) <= 0n) return false;
+    this.log.info(
+      { fetched: watermark.value, current: fresh },
+      "batch older than the checkpoint; rechecking",
+    );
+    watermark.value = fresh;
+    return true;
+  }
+
+  /** The outcome of a failed attempt, by the retry policy. */
+  private failed(error: unknown, transaction: PlannedTransaction): Outcome {
+    const attempt = ++this.failures;
+    const decision = decide(error, attempt, this.options.timing, this.options.random);
+    if (decision.action === "fatal") return { kind: "stop", error: decision.error };
+    return {
+      kind: "retry",
+      fromOffset: transaction.firstOffset,
+      delayMs: decision.delayMs,
+      paused: decision.action === "pause",
+      error,
+      attempt,
+      errorKind: decision.kind,
+      reason: decision.reason,
+    };
+  }
+
+  /**
+   * Acts on `applied`: asks the feed to commit the offset with the batch's generation (DESIGN.md
+   * step 8) without holding up the partition's next transaction (the feed keeps a partition's
+   * commits in order; a graceful stop waits for them), then tells the observers.
+   */
+  private async applied(
+    batch: FetchedBatch,
+    transaction: PlannedTransaction,
+    outcome: Extract<Outcome, { kind: "applied" }>,
+    startedNs: bigint,
+  ): Promise<void> {
+    if (!outcome.fastPath) {
+      if (this.failures > 0)
+        this.log.info({ attempts: this.failures + 1 }, "transaction committed after retries");
+      this.failures = 0;
+    }
+    await failpoint("after-db-commit");
+    const { result } = outcome;
+    void this.options.feed
+      .commit(this, result.nextOffset, batch.generation)
+      .then(async (offsetCommit) => {
+        await failpoint("after-offset-commit");
+        this.options.events.emit("batchCommitted", {
+          topic: this.topic,
+          partition: this.partition,
+          firstOffset: transaction.firstOffset,
+          lastOffset: transaction.lastOffset,
+          records: transaction.size,
+          highWatermark: batch.highWatermark,
+          result,
+          fastPath: outcome.fastPath,
+          transactionMs: outcome.transactionMs,
+          durationMs: Number(process.hrtime.bigint() - startedNs) / 1e6,
+          offsetCommit,
+        });
+      })
+      .catch((error: unknown) => this.log.error({ err: error }, "after the offset commit: a step failed"));
+  }
+
+  /**
+   * Acts on `retry`: logs and reports the failure, then waits out its delay (as `paused` once the
+   * partition has failed ATTEMPTS_BEFORE_PAUSE times in a row).
+   * @returns false when the wait was cut short (rebalance, revoke, stop): the batch is abandoned.
+   */
+  private async waitOut(outcome: Extract<Outcome, { kind: "retry" }>): Promise<boolean> {
+    const { error, errorKind, reason, attempt, delayMs, fromOffset, paused } = outcome;
+    const { topic, partition } = this;
+    this.options.events.emit("retried", {
+      topic,
+      partition,
+      error,
+      kind: errorKind,
+      reason,
+      attempt,
+      fromOffset,
+      delayMs,
+    });
+    const fields = {
+      err: error,
+      kind: errorKind,
+      reason,
+      attempt,
+      retryInMs: delayMs,
+      firstOffset: fromOffset,
+    };
+    // A fault (a bug, a missing table) needs a person; transient failures clear by themselves.
+    const level = errorKind === "fault" ? "error" : "warn";
+    this.log[level](
+      fields,
+      paused
+        ? "transaction failed; partition paused until the back-off ends"
+        : "transaction failed; retrying",
+    );
+    this.current = paused ? "paused" : "backingOff";
+    if (paused) this.options.events.emit("paused", { topic, partition, delayMs });
+    const signal = AbortSignal.any([this.generationAbort.signal, this.options.memberSignal]);
+    const waited = await sleep(delayMs, true, { signal }).catch(() => false);
+    if (paused) {
+      this.options.events.emit("resumed", { topic, partition });
+      if (waited) this.log.info("partition resumed");
+    }
+    return waited;
+  }
+
+  /** Stops on a failure no retry can fix: no more batches; the member is told and stops. */
+  private fail(error: Error): void {
+    if (this.current === "failed") return;
+    this.current = "failed";
+    this.waiting.length = 0;
+    this.options.events.emit("fatal", { error });
+  }
+
+  /** Pauses the partition's fetching while the worker's lane is full, resumes it otherwise. */
+  private updateFetchPause(): void {
+    const full = this.held >= (this.options.prefetch ? 2 : 1);
+    if (full === this.fetchPaused) return;
+    this.fetchPaused = full;
+    if (full) this.options.feed.pause(this);
+    else this.options.feed.resume(this);
+  }
+}

@@ -1,0 +1,49 @@
+/**
+ * The {@link TransactionRunner} of a running member: each transaction on a connection of the pool,
+ * through {@link applyBatch} (DESIGN.md "The transaction", steps 1-7).
+ */
+import type pg from "pg";
+import type { Projection } from "../projection.js";
+import { applyBatch } from "./applyBatch.js";
+import type { TransactionRunner } from "./partitionWorker.js";
+
+/** Options of {@link poolTransactionRunner}. */
+export interface PoolTransactionRunnerOptions {
+  readonly pool: pg.Pool;
+  readonly projection: Projection<unknown>;
+  /** REPLAYABLE_LOCK_TIMEOUT_MS; 0: the server's setting. */
+  readonly lockTimeoutMs: number;
+  /** REPLAYABLE_MAX_RECORD_BYTES: larger records are dead-lettered. */
+  readonly maxRecordBytes: number;
+}
+
+/**
+ * Runs each transaction on a pooled connection. A connection whose transaction failed is
+ * discarded (a failed ROLLBACK would leave it inside the transaction); its duration is BEGIN to
+ * COMMIT, the wait for a connection left out.
+ */
+export function poolTransactionRunner(options: PoolTransactionRunnerOptions): TransactionRunner {
+  const { pool, projection, lockTimeoutMs, maxRecordBytes } = options;
+  return async (request) => {
+    let client: pg.PoolClient | undefined;
+    try {
+      client = await pool.connect();
+      // The failing query rejects too; this only keeps the "error" event from crashing the process.
+      client.on("error", ignoreClientError);
+      const started = process.hrtime.bigint();
+      const result = await applyBatch({ client, projection, lockTimeoutMs, maxRecordBytes, ...request });
+      const durationMs = Number(process.hrtime.bigint() - started) / 1e6;
+      client.removeListener("error", ignoreClientError);
+      client.release();
+      client = undefined;
+      return { result, durationMs };
+    } catch (error) {
+      client?.removeListener("error", ignoreClientError);
+      client?.release(true);
+      throw error;
+    }
+  };
+}
+
+/** Listener for the "error" event of a checked-out client while a query of ours runs on it. */
+function ignoreClientError(): void {}

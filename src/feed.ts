@@ -1,0 +1,77 @@
+/**
+ * The feed: what a Kafka client adapter gives the engine, and what the engine asks of it. The
+ * engine (src/engine/) knows only this interface; `src/kafka/kafkaFeed.ts` implements it over
+ * KafkaJS. What an adapter must guarantee is listed in docs/design.md ("A feed adapter's
+ * guarantees"); a second client could be added beside it without touching the engine.
+ */
+import type { KafkaRecord } from "./record.js";
+import type { Assignment, TopicPartition } from "./topicPartition.js";
+
+/** Result of committing an offset after the database COMMIT (DESIGN.md step 8). */
+export type CommitResult = "committed" | "skipped_rebalanced" | "failed";
+
+/**
+ * One partition's fetched records, in offset order, stamped with the generation (group join) they
+ * were fetched in. `size` is 0 for a fetch that held only transaction markers (control records) or
+ * records of aborted transactions: the batch then only moves the checkpoint and the committed
+ * offset to {@link FetchedBatch.throughOffset} + 1.
+ */
+export interface FetchedBatch extends TopicPartition {
+  /** The generation the fetch's offsets came from ({@link FeedListener.assigned}). */
+  readonly generation: number;
+  readonly highWatermark: string;
+  /**
+   * Offsets of the first and last record and the number of records, known without converting
+   * them; with `size` 0 both are `throughOffset`.
+   */
+  readonly firstOffset: string;
+  readonly lastOffset: string;
+  readonly size: number;
+  /**
+   * The last offset of the fetch: at or above `lastOffset`, as transaction markers and aborted
+   * records that `read_committed` filtered out may follow the last record. Applying the batch
+   * covers every offset up to it (Kafka's consumer likewise moves its position past control
+   * records; KIP-98).
+   */
+  readonly throughOffset: string;
+  /** The records; an adapter may convert them on first read (the replay fast path never reads them). */
+  readonly records: readonly KafkaRecord[];
+}
+
+/** What the feed tells the engine. Each call returns at once: the feed never waits for the engine. */
+export interface FeedListener {
+  /** A group join: `generation` (higher than every earlier one) and this member's whole assignment. */
+  assigned(generation: number, assignment: Assignment): void;
+  /** The member holds no partitions any more (it stopped, or the client crashed; a restart rejoins). */
+  unassigned(): void;
+  /** A fetched batch; the fetch position has already moved past it. */
+  fetched(batch: FetchedBatch): void;
+  /** A failure no restart can fix (authorization, a setting the broker refuses): the member stops. */
+  crashed(error: Error): void;
+}
+
+/** A consumer group member's Kafka side, as the engine drives it. */
+export interface Feed {
+  /** True between a group join and the member's stop or crash. */
+  readonly isJoined: boolean;
+  /**
+   * Joins the group (a new group starts from the earliest offset) and starts fetching.
+   * @throws ReplayableError CONFIG_INVALID naming a topic that does not exist.
+   */
+  start(listener: FeedListener): Promise<void>;
+  /** Stops fetching `partition` until {@link resume}; a pause outlives a rejoin or client restart. */
+  pause(partition: TopicPartition): void;
+  /** Fetches `partition` again, at once. */
+  resume(partition: TopicPartition): void;
+  /**
+   * Commits `nextOffset` for `partition` in `generation`: skipped (`skipped_rebalanced`) once a later
+   * generation began; a partition's commits land in the order asked; a failed one is retried in the
+   * background until a later commit of the partition supersedes it or the generation ends.
+   */
+  commit(partition: TopicPartition, nextOffset: string, generation: number): Promise<CommitResult>;
+  /**
+   * Stops fetching, awaits `drain()` (the engine finishes its transactions and asks for their
+   * commits, which still land), waits for the commits in flight, leaves the group and disconnects.
+   */
+  stop(drain: () => Promise<void>): Promise<void>;
+}

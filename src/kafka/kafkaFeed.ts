@@ -1,0 +1,348 @@
+/**
+ * The {@link Feed} over KafkaJS: a consumer group member with `autoCommit` off and `eachBatch`,
+ * whose `eachBatch` only stamps a fetched batch with its generation (group join), resolves its
+ * offset and hands it to the engine, then returns. KafkaJS's fetch loop (which fetches again only
+ * once every batch of a fetch is handled, and heartbeats meanwhile) so never waits for a
+ * transaction, a lock or a back-off. A patch of KafkaJS (patches/, 003) drops a batch fetched
+ * before a rejoin and wakes an idle fetcher on `resume`. A broker outage never ends the process:
+ * KafkaJS retries, then restarts the consumer, and where KafkaJS gives up on an availability error
+ * this class restarts it with back-off.
+ */
+import type { Consumer, EachBatchPayload, Kafka } from "kafkajs";
+import type { Logger } from "pino";
+import { backoffDelayMs } from "../backoff.js";
+import { ReplayableError, errorMessage } from "../errors.js";
+import type { CommitResult, Feed, FeedListener, FetchedBatch } from "../feed.js";
+import type { KafkaRecord } from "../record.js";
+import { partitionKey, topicPartitionOf, type PartitionKey, type TopicPartition } from "../topicPartition.js";
+import { assertTopicsExist } from "./admin.js";
+import { assertKafkajsPatched } from "./kafkajsPatches.js";
+import { OffsetCommits } from "./offsetCommits.js";
+import { toRecord } from "./toRecord.js";
+
+/** Options for {@link KafkaFeed}. */
+export interface KafkaFeedOptions {
+  readonly kafka: Kafka;
+  readonly groupId: string;
+  readonly topics: readonly string[];
+  readonly sessionTimeoutMs: number;
+  readonly heartbeatIntervalMs: number;
+  /** KafkaJS `partitionsConsumedConcurrently`: how many fetched batches it hands over at once. */
+  readonly partitionsConsumedConcurrently: number;
+  /** Largest fetch per partition, bytes. */
+  readonly maxBytesPerPartition: number;
+  readonly log: Logger;
+  /** Back-off of restarts after a crash KafkaJS does not restart itself, ms; default 1000 to 30000. */
+  readonly restartInitialMs?: number;
+  readonly restartMaxMs?: number;
+  /** Back-off of a failed offset commit's background retries, ms; default 1000 to 30000. */
+  readonly commitRetryInitialMs?: number;
+  readonly commitRetryMaxMs?: number;
+}
+
+/**
+ * KafkaJS errors that mean "the cluster is not reachable or not ready yet": a restart later can
+ * succeed. KafkaJS marks some of them non-retriable (KafkaJSGroupCoordinatorNotFound,
+ * KafkaJSLockTimeout) and then does not restart the consumer itself.
+ */
+const UNAVAILABLE_ERRORS = new Set([
+  "KafkaJSConnectionError",
+  "KafkaJSConnectionClosedError",
+  "KafkaJSRequestTimeoutError",
+  "KafkaJSNoBrokerAvailableError",
+  "KafkaJSBrokerNotFound",
+  "KafkaJSGroupCoordinatorNotFound",
+  "KafkaJSLockTimeout",
+  "KafkaJSTimeout",
+  "KafkaJSMetadataNotLoaded",
+  "KafkaJSTopicMetadataNotLoaded",
+  "KafkaJSStaleTopicMetadataAssignment",
+  "KafkaJSNumberOfRetriesExceeded",
+]);
+
+/** True when `error` (or a cause) says the cluster is unavailable for now, not that we are wrong. */
+export function isKafkaUnavailable(error: unknown): boolean {
+  for (let e: unknown = error, depth = 0; typeof e === "object" && e !== null && depth < 10; depth++) {
+    const { name, retriable, cause } = e as { name?: unknown; retriable?: unknown; cause?: unknown };
+    if ((typeof name === "string" && UNAVAILABLE_ERRORS.has(name)) || retriable === true) return true;
+    e = cause;
+  }
+  return false;
+}
+
+/** A consumer group member's Kafka side over KafkaJS. `start()` and `stop()` are idempotent. */
+export class KafkaFeed implements Feed {
+  private readonly consumer: Consumer;
+  private readonly commits: OffsetCommits;
+  private listener: FeedListener | undefined;
+  private started: Promise<void> | undefined;
+  private stopped: Promise<void> | undefined;
+  private joined = false;
+  /** Set by stop(): a crash from now on (e.g. the closed connection of a JoinGroup in flight) is the stop itself. */
+  private stopRequested = false;
+  private restartTimer: NodeJS.Timeout | undefined;
+  private restarts = 0;
+  /** Bumped on every group join; every fetched batch carries the generation it was fetched in. */
+  private generation = 0;
+  /** The partitions the engine paused, paused again after a join (a KafkaJS restart forgets them). */
+  private readonly paused = new Set<PartitionKey>();
+
+  constructor(private readonly options: KafkaFeedOptions) {
+    this.consumer = options.kafka.consumer({
+      groupId: options.groupId,
+      sessionTimeout: options.sessionTimeoutMs,
+      rebalanceTimeout: Math.max(options.sessionTimeoutMs * 2, 60_000),
+      heartbeatInterval: options.heartbeatIntervalMs,
+      // How long the broker holds a fetch of caught-up partitions. KafkaJS sends offset commits on
+      // the connection its fetches use, where a commit waits behind such a long poll (Java's consumer
+      // talks to the coordinator on a connection of its own): 100 ms bounds that wait, at the cost
+      // of up to 10 empty fetches a second per broker when idle (make bench, docs/benchmarks.md).
+      maxWaitTimeInMs: 100,
+      maxBytesPerPartition: options.maxBytesPerPartition,
+      allowAutoTopicCreation: false,
+      retry: {
+        retries: 10,
+        initialRetryTime: 300,
+        maxRetryTime: 30_000,
+        // KafkaJS restarts a crashed consumer even after disconnect() when the crash was the
+        // disconnect closing a request in flight (a SIGTERM while joining the group): never then.
+        restartOnFailure: () => Promise.resolve(!this.stopRequested),
+      },
+    });
+    this.commits = new OffsetCommits({
+      consumer: this.consumer,
+      log: options.log,
+      generation: () => this.generation,
+      stopping: () => this.stopRequested,
+      retryInitialMs: options.commitRetryInitialMs,
+      retryMaxMs: options.commitRetryMaxMs,
+    });
+    this.listen();
+  }
+
+  /** True between the first group join and stop or crash. */
+  get isJoined(): boolean {
+    return this.joined;
+  }
+
+  /**
+   * Checks the topics exist, connects, subscribes (a new group starts from the earliest offset)
+   * and starts fetching.
+   * @throws ReplayableError CONFIG_INVALID naming a topic that does not exist.
+   * @throws ReplayableError KAFKA when the loaded KafkaJS lacks the patches in patches/.
+   * @throws the KafkaJS connection error when no broker answers (after KafkaJS's retries).
+   */
+  start(listener: FeedListener): Promise<void> {
+    this.listener = listener;
+    this.started ??= (async () => {
+      await assertKafkajsPatched();
+      await assertTopicsExist(this.options.kafka, this.options.topics, "REPLAYABLE_TOPICS or --topic");
+      await this.consumer.connect();
+      await this.consumer.subscribe({ topics: [...this.options.topics], fromBeginning: true });
+      await this.consumer.run(this.runConfig());
+    })();
+    return this.started;
+  }
+
+  /**
+   * Stops fetching, awaits `drain` (the engine's transactions finish and ask for their commits),
+   * waits for the commits in flight, leaves the group and disconnects.
+   */
+  stop(drain: () => Promise<void>): Promise<void> {
+    this.stopRequested = true;
+    this.stopped ??= (async () => {
+      clearTimeout(this.restartTimer);
+      // The engine's transactions run outside KafkaJS's eachBatch, which disconnect() would not
+      // wait for: stop fetching (no busy re-fetch loop meanwhile), let them commit, then leave.
+      try {
+        this.consumer.pause(this.options.topics.map((topic) => ({ topic })));
+      } catch {
+        // Not running (never started, or crashed): nothing is fetched anyway.
+      }
+      await drain();
+      await this.commits.stop();
+      await this.consumer.disconnect();
+    })();
+    return this.stopped;
+  }
+
+  /** {@inheritDoc Feed.pause} */
+  pause(tp: TopicPartition): void {
+    this.paused.add(partitionKey(tp.topic, tp.partition));
+    this.send("pause", tp);
+  }
+
+  /** {@inheritDoc Feed.resume} */
+  resume(tp: TopicPartition): void {
+    if (!this.paused.delete(partitionKey(tp.topic, tp.partition)) || this.stopRequested) return;
+    this.send("resume", tp);
+  }
+
+  /** {@inheritDoc Feed.commit} */
+  commit(tp: TopicPartition, nextOffset: string, generation: number): Promise<CommitResult> {
+    return this.commits.commit(tp, nextOffset, generation);
+  }
+
+  private send(action: "pause" | "resume", tp: TopicPartition): void {
+    try {
+      this.consumer[action]([{ topic: tp.topic, partitions: [tp.partition] }]);
+    } catch {
+      // Not running (between a crash and its restart): the next group join pauses it again.
+    }
+  }
+
+  /** Subscribes to the consumer's instrumentation events. */
+  private listen(): void {
+    const { GROUP_JOIN, CRASH, STOP, END_BATCH_PROCESS } = this.consumer.events;
+    this.consumer.on(GROUP_JOIN, (event) => this.onGroupJoin(event.payload));
+    // KafkaJS does not call eachBatch for a fetch that held only transaction markers or aborted
+    // records (it resolves the offset itself); this event reports it, so the checkpoint and the
+    // committed offset move past them too (otherwise lag never reaches 0 on a transactional topic).
+    this.consumer.on(END_BATCH_PROCESS, (event) => {
+      const { topic, partition, batchSize, lastOffset, highWatermark } = event.payload;
+      if (batchSize !== 0 || this.stopRequested) return;
+      this.listener?.fetched({
+        topic,
+        partition,
+        generation: this.generation,
+        highWatermark,
+        firstOffset: lastOffset,
+        lastOffset,
+        throughOffset: lastOffset,
+        size: 0,
+        records: [],
+      });
+    });
+    this.consumer.on(STOP, () => {
+      this.joined = false;
+      this.listener?.unassigned();
+    });
+    this.consumer.on(CRASH, (event) => this.onCrash(event.payload.error, event.payload.restart));
+  }
+
+  /**
+   * A group join: a new generation (commits of the old one are skipped, its failed commits
+   * forgotten), the paused partitions paused again, then the engine is told the assignment.
+   */
+  private onGroupJoin(payload: { memberId: string; memberAssignment: Record<string, number[]> }): void {
+    this.generation += 1;
+    this.commits.newGeneration();
+    for (const key of this.paused) this.send("pause", topicPartitionOf(key));
+    this.joined = true;
+    this.restarts = 0;
+    this.options.log.info(
+      { memberId: payload.memberId, assignment: payload.memberAssignment },
+      "joined consumer group",
+    );
+    this.listener?.assigned(this.generation, payload.memberAssignment);
+  }
+
+  private onCrash(error: Error, restart: boolean): void {
+    const log = this.options.log;
+    this.joined = false;
+    this.listener?.unassigned();
+    if (this.stopRequested) {
+      log.info({ err: error }, "consumer request interrupted by the stop");
+    } else if (restart) {
+      log.warn({ err: error }, "consumer crashed; KafkaJS restarts it");
+    } else if (isKafkaUnavailable(error)) {
+      this.scheduleRestart(error);
+    } else {
+      log.error({ err: error }, "consumer crashed on an error a restart cannot fix");
+      this.listener?.crashed(this.describeFatal(error));
+    }
+  }
+
+  /** Restarts the consumer after a crash KafkaJS does not restart itself, with back-off. */
+  private scheduleRestart(error: Error): void {
+    const delayMs = backoffDelayMs(
+      this.restarts++,
+      this.options.restartInitialMs ?? 1000,
+      this.options.restartMaxMs ?? 30_000,
+    );
+    this.options.log.warn(
+      { err: error, restartInMs: delayMs, restarts: this.restarts },
+      "Kafka unavailable; restarting the consumer",
+    );
+    clearTimeout(this.restartTimer);
+    this.restartTimer = setTimeout(() => {
+      if (this.stopRequested) return;
+      void (async () => {
+        try {
+          await this.consumer.connect();
+          await this.consumer.run(this.runConfig());
+        } catch (restartError) {
+          // connect() failed (no broker yet): no CRASH event follows, so schedule the next try here.
+          if (!this.stopRequested) this.scheduleRestart(restartError as Error);
+        }
+      })();
+    }, delayMs);
+  }
+
+  /** A crash error with the setting to change, where one is to blame. */
+  private describeFatal(error: Error): Error {
+    const type = (error as { type?: unknown }).type;
+    if (type === "INVALID_SESSION_TIMEOUT") {
+      return new ReplayableError(
+        "CONFIG_INVALID",
+        `REPLAYABLE_SESSION_TIMEOUT_MS=${this.options.sessionTimeoutMs}: the broker refuses it; it must lie within the broker's group.min.session.timeout.ms and group.max.session.timeout.ms (6000 and 1800000 by default)`,
+        { cause: error },
+      );
+    }
+    return new ReplayableError("KAFKA", `the Kafka consumer stopped: ${errorMessage(error)}`, {
+      cause: error,
+    });
+  }
+
+  private runConfig(): Parameters<Consumer["run"]>[0] {
+    return {
+      autoCommit: false,
+      eachBatchAutoResolve: false,
+      partitionsConsumedConcurrently: this.options.partitionsConsumedConcurrently,
+      eachBatch: (payload) => this.eachBatch(payload),
+    };
+  }
+
+  /**
+   * Hands a fetched batch to the engine and returns at once: KafkaJS fetches again only when
+   * every batch of a fetch is handled, so waiting here (for a lock, a back-off, the partition's
+   * previous batch) would stall every partition of that broker.
+   */
+  private eachBatch(payload: EachBatchPayload): Promise<void> {
+    const { batch } = payload;
+    if (this.stopRequested || !payload.isRunning() || payload.isStale() || batch.messages.length === 0)
+      return Promise.resolve();
+    const generation = this.generation;
+    this.commits.useCommitter(generation, (offsets) => payload.commitOffsetsIfNecessary(offsets));
+    // The end of the fetch, transaction markers and aborted records included (KafkaJS maps the
+    // last record's offset to it in resolveOffset, and so does this).
+    const throughOffset = batch.lastOffset();
+    // The fetch position moves past this batch now; the engine keeps it until it is applied.
+    payload.resolveOffset(throughOffset);
+    this.listener?.fetched(fetchedBatch(batch, generation, throughOffset));
+    return Promise.resolve();
+  }
+}
+
+/** A KafkaJS batch as a {@link FetchedBatch}; its messages are converted on first read. */
+function fetchedBatch(
+  batch: EachBatchPayload["batch"],
+  generation: number,
+  throughOffset: string,
+): FetchedBatch {
+  const { topic, partition, messages } = batch;
+  let records: KafkaRecord[] | undefined;
+  return {
+    topic,
+    partition,
+    generation,
+    highWatermark: batch.highWatermark,
+    firstOffset: messages[0]!.offset,
+    lastOffset: messages[messages.length - 1]!.offset,
+    throughOffset,
+    size: messages.length,
+    get records() {
+      return (records ??= messages.map((m) => toRecord(topic, partition, m)));
+    },
+  };
+}

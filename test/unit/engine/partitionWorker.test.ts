@@ -1,0 +1,359 @@
+/**
+ * The member loop without a broker or a database: a fake feed (records pauses, resumes and offset
+ * commits, answers a commit of an older generation `skipped_rebalanced` as Kafka's coordinator
+ * does) and a fake transaction runner (an in-memory checkpoint; each call can be held or failed).
+ * The real KafkaJS feed and PostgreSQL transactions are covered by test/integration/engine/.
+ */
+import { describe, expect, it, vi } from "vitest";
+import { Member } from "../../../src/engine/member.js";
+import { MemberEvents, type MemberEventMap } from "../../../src/engine/memberEvents.js";
+import type { TransactionRequest, TransactionRunner } from "../../../src/engine/partitionWorker.js";
+import { ReplayableError } from "../../../src/errors.js";
+import type { CommitResult, Feed, FeedListener, FetchedBatch } from "../../../src/feed.js";
+import { createLogger } from "../../../src/logger.js";
+import type { KafkaRecord } from "../../../src/record.js";
+import type { TopicPartition } from "../../../src/topicPartition.js";
+
+const TOPIC = "t";
+
+interface Deferred {
+  readonly promise: Promise<void>;
+  resolve(): void;
+  reject(error: unknown): void;
+}
+
+function deferred(): Deferred {
+  let resolve!: () => void;
+  let reject!: (error: unknown) => void;
+  const promise = new Promise<void>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  return { promise, resolve, reject };
+}
+
+/** A feed that records what the engine asks of it; the test plays Kafka through `listener`. */
+class FakeFeed implements Feed {
+  listener!: FeedListener;
+  generation = 0;
+  readonly calls: string[] = [];
+  private readonly commits: Promise<CommitResult>[] = [];
+
+  get isJoined(): boolean {
+    return this.generation > 0;
+  }
+
+  start(listener: FeedListener): Promise<void> {
+    this.listener = listener;
+    return Promise.resolve();
+  }
+
+  /** A group join in a new generation with `partitions` of the topic. */
+  join(partitions: number[]): number {
+    this.generation += 1;
+    this.listener.assigned(this.generation, { [TOPIC]: partitions });
+    return this.generation;
+  }
+
+  pause(tp: TopicPartition): void {
+    this.calls.push(`pause ${tp.partition}`);
+  }
+
+  resume(tp: TopicPartition): void {
+    this.calls.push(`resume ${tp.partition}`);
+  }
+
+  commit(tp: TopicPartition, nextOffset: string, generation: number): Promise<CommitResult> {
+    const result: CommitResult = generation === this.generation ? "committed" : "skipped_rebalanced";
+    this.calls.push(`commit ${tp.partition}@${nextOffset} ${result}`);
+    const answer = Promise.resolve(result);
+    this.commits.push(answer);
+    return answer;
+  }
+
+  async stop(drain: () => Promise<void>): Promise<void> {
+    await drain();
+    await Promise.all(this.commits);
+  }
+
+  /** The offset commits asked for, in order. */
+  committed(): string[] {
+    return this.calls.filter((c) => c.startsWith("commit "));
+  }
+}
+
+/** One step the fake database takes for a call: go on, wait for a gate, or fail. */
+type Step = Deferred | Error | "ok";
+
+/** Transactions against an in-memory checkpoint per partition; records applied are listed in order. */
+class FakeDatabase {
+  readonly requests: TransactionRequest[] = [];
+  readonly applied: string[] = [];
+  readonly checkpoints = new Map<number, bigint>();
+  private readonly steps: Step[] = [];
+
+  /** The next calls' behaviour, in order; calls past these succeed at once. */
+  next(...steps: Step[]): this {
+    this.steps.push(...steps);
+    return this;
+  }
+
+  readonly run: TransactionRunner = async (request) => {
+    this.requests.push(request);
+    const step = this.steps.shift() ?? "ok";
+    if (step instanceof Error) throw step;
+    if (step !== "ok") await step.promise;
+    const checkpoint = this.checkpoints.get(request.partition) ?? 0n;
+    const fresh = request.records.filter((r) => BigInt(r.offset) >= checkpoint);
+    this.applied.push(...fresh.map((r) => `${r.partition}:${r.offset}`));
+    const next = BigInt(request.throughOffset) + 1n;
+    const after = next > checkpoint ? next : checkpoint;
+    this.checkpoints.set(request.partition, after);
+    const result = {
+      nextOffset: next.toString(),
+      checkpoint: after.toString(),
+      applied: fresh.length,
+      duplicates: { offset: request.records.length - fresh.length, event_id: 0 },
+      deadLettered: [],
+      eventIdsRecorded: 0,
+    };
+    return { result, durationMs: 1 };
+  };
+}
+
+/** Records `from`..`to` of partition `partition`, fetched in `generation`. */
+function batch(generation: number, from: number, to: number, partition = 0): FetchedBatch {
+  const records: KafkaRecord[] = [];
+  for (let o = from; o <= to; o++)
+    records.push({
+      topic: TOPIC,
+      partition,
+      offset: String(o),
+      timestamp: "0",
+      key: null,
+      value: Buffer.from("{}"),
+      headers: {},
+    });
+  return {
+    topic: TOPIC,
+    partition,
+    generation,
+    highWatermark: "1000",
+    firstOffset: String(from),
+    lastOffset: String(to),
+    throughOffset: String(to),
+    size: records.length,
+    records,
+  };
+}
+
+function offsets(from: number, to: number, partition = 0): string[] {
+  return Array.from({ length: to - from + 1 }, (_, i) => `${partition}:${from + i}`);
+}
+
+interface Setup {
+  prefetch?: boolean;
+  maxRecords?: number;
+  retryInitialMs?: number;
+  currentHighWatermark?: () => Promise<string | undefined>;
+}
+
+async function setup(options: Setup = {}) {
+  const feed = new FakeFeed();
+  const db = new FakeDatabase();
+  const log = createLogger("silent");
+  const events = new MemberEvents(log);
+  const seen: string[] = [];
+  const committed: MemberEventMap["batchCommitted"][] = [];
+  events
+    .on("batchCommitted", (e) => {
+      committed.push(e);
+      seen.push(`batchCommitted ${e.lastOffset}${e.fastPath ? " fastPath" : ""}`);
+    })
+    .on("retried", (e) => seen.push(`retried ${e.attempt} from ${e.fromOffset}`))
+    .on("paused", () => seen.push("paused"))
+    .on("resumed", () => seen.push("resumed"))
+    .on("fatal", (e) => seen.push(`fatal ${e.error.message}`));
+  const member = new Member({
+    feed,
+    events,
+    log,
+    workers: {
+      runTransaction: db.run,
+      slots: (run) => run(),
+      limits: { maxRecords: options.maxRecords ?? 100, maxBytes: 1_000_000 },
+      timing: { initialMs: options.retryInitialMs ?? 1, maxMs: options.retryInitialMs ?? 2 },
+      prefetch: options.prefetch ?? false,
+      currentHighWatermark: options.currentHighWatermark ?? (() => Promise.resolve(undefined)),
+    },
+  });
+  await member.start();
+  return { feed, db, member, seen, committed };
+}
+
+/** A PostgreSQL serialization failure (SQLSTATE 40001): transient. */
+function serializationFailure(): Error {
+  return Object.assign(new Error("could not serialize access"), { code: "40001" });
+}
+
+describe("PartitionWorker (through Member, with a fake feed and database)", () => {
+  it("applies one batch at a time in offset order and holds at most one prefetched batch, the partition paused while it holds two", async () => {
+    const { feed, db } = await setup({ prefetch: true });
+    const gate = deferred();
+    db.next(gate);
+    const g = feed.join([0]);
+    feed.listener.fetched(batch(g, 0, 9));
+    feed.listener.fetched(batch(g, 10, 19));
+    expect(feed.calls).toEqual(["pause 0"]);
+    await vi.waitFor(() => expect(db.requests).toHaveLength(1));
+    gate.resolve();
+    await vi.waitFor(() => expect(feed.committed()).toHaveLength(2));
+    expect(feed.calls).toEqual(["pause 0", "commit 0@10 committed", "resume 0", "commit 0@20 committed"]);
+    expect(db.applied).toEqual(offsets(0, 19));
+  });
+
+  it("without prefetch pauses the partition while its batch is applied and resumes it after", async () => {
+    const { feed, db } = await setup();
+    const gate = deferred();
+    db.next(gate);
+    const g = feed.join([0, 1]);
+    feed.listener.fetched(batch(g, 0, 4, 0));
+    feed.listener.fetched(batch(g, 0, 4, 1));
+    expect(feed.calls).toEqual(["pause 0", "pause 1"]);
+    // Partition 1 does not wait for partition 0's held transaction.
+    await vi.waitFor(() => expect(feed.calls).toContain("resume 1"));
+    expect(feed.calls).not.toContain("resume 0");
+    gate.resolve();
+    await vi.waitFor(() => expect(feed.calls).toContain("resume 0"));
+    expect(feed.committed().sort()).toEqual(["commit 0@5 committed", "commit 1@5 committed"]);
+  });
+
+  it("drops a batch fetched in an older generation and the batches waiting from before a rebalance; the running transaction finishes, its offset commit skipped", async () => {
+    const { feed, db } = await setup({ prefetch: true });
+    const gate = deferred();
+    db.next(gate);
+    const first = feed.join([0]);
+    feed.listener.fetched(batch(first, 0, 9));
+    feed.listener.fetched(batch(first, 10, 19));
+    await vi.waitFor(() => expect(db.requests).toHaveLength(1));
+    const second = feed.join([0]);
+    feed.listener.fetched(batch(first, 20, 29)); // in flight across the join
+    // The waiting batch went with the join (the lane is no longer full); the late one was never held.
+    expect(feed.calls).toEqual(["pause 0", "resume 0"]);
+    gate.resolve();
+    await vi.waitFor(() => expect(feed.committed()).toEqual(["commit 0@10 skipped_rebalanced"]));
+    expect(db.requests).toHaveLength(1);
+    // The new generation fetches again from the committed offset (none: 0).
+    feed.listener.fetched(batch(second, 0, 9));
+    feed.listener.fetched(batch(second, 10, 19));
+    await vi.waitFor(() => expect(feed.committed()).toHaveLength(3));
+    expect(feed.committed().slice(1)).toEqual(["commit 0@10 committed", "commit 0@20 committed"]);
+    expect(db.applied).toEqual(offsets(0, 19));
+  });
+
+  it("a batch left unfinished by a rebalance during its back-off is fetched again from the committed offset and applied once", async () => {
+    const { feed, db, seen } = await setup({ maxRecords: 5, retryInitialMs: 60_000 });
+    db.next("ok", serializationFailure());
+    const first = feed.join([0]);
+    feed.listener.fetched(batch(first, 0, 9));
+    await vi.waitFor(() => expect(seen).toContain("retried 1 from 5"));
+    expect(feed.committed()).toEqual(["commit 0@5 committed"]);
+    feed.join([]); // the partition goes to another member: the back-off ends at once
+    await vi.waitFor(() => expect(feed.calls.at(-1)).toBe("resume 0"));
+    const third = feed.join([0]);
+    feed.listener.fetched(batch(third, 5, 9));
+    await vi.waitFor(() => expect(feed.committed()).toHaveLength(2));
+    expect(feed.committed()[1]).toBe("commit 0@10 committed");
+    expect(db.applied).toEqual(offsets(0, 9));
+  });
+
+  it("retries a failed transaction in place, counts the partition paused from the third failure in a row, and resumes when the back-off ends", async () => {
+    const { feed, db, seen } = await setup();
+    db.next(serializationFailure(), serializationFailure(), serializationFailure(), serializationFailure());
+    const g = feed.join([0]);
+    feed.listener.fetched(batch(g, 0, 9));
+    await vi.waitFor(() => expect(feed.committed()).toEqual(["commit 0@10 committed"]));
+    expect(seen).toEqual([
+      "retried 1 from 0",
+      "retried 2 from 0",
+      "retried 3 from 0",
+      "paused",
+      "resumed",
+      "retried 4 from 0",
+      "paused",
+      "resumed",
+      "batchCommitted 9",
+    ]);
+    expect(db.requests).toHaveLength(5);
+    expect(db.applied).toEqual(offsets(0, 9));
+  });
+
+  it("a graceful stop lets the running transaction finish and commit its offset, and drops the batch waiting behind it", async () => {
+    const { feed, db, member } = await setup({ prefetch: true });
+    const gate = deferred();
+    db.next(gate);
+    const g = feed.join([0]);
+    feed.listener.fetched(batch(g, 0, 9));
+    feed.listener.fetched(batch(g, 10, 19));
+    await vi.waitFor(() => expect(db.requests).toHaveLength(1));
+    let stopped = false;
+    const stopping = member.stop().then(() => (stopped = true));
+    await Promise.resolve();
+    expect(stopped).toBe(false);
+    gate.resolve();
+    await stopping;
+    expect(feed.committed()).toEqual(["commit 0@10 committed"]);
+    expect(db.requests).toHaveLength(1);
+  });
+
+  it("stops on an error no retry can fix: no offset commit, a fatal event, later batches dropped", async () => {
+    const { feed, db, seen } = await setup();
+    db.next(new ReplayableError("CONFIG_INVALID", "the projection's table is missing"));
+    const g = feed.join([0]);
+    feed.listener.fetched(batch(g, 0, 9));
+    await vi.waitFor(() => expect(seen).toEqual(["fatal the projection's table is missing"]));
+    feed.listener.fetched(batch(g, 10, 19));
+    await Promise.resolve();
+    expect(db.requests).toHaveLength(1);
+    expect(feed.committed()).toEqual([]);
+  });
+
+  it("skips a batch below the cached checkpoint without asking the database, and asks again after a rebalance", async () => {
+    const { feed, db, seen } = await setup();
+    db.checkpoints.set(0, 100n); // a replay: the projection already applied up to 99
+    const g = feed.join([0]);
+    feed.listener.fetched(batch(g, 0, 9));
+    await vi.waitFor(() => expect(seen).toEqual(["batchCommitted 9"]));
+    feed.listener.fetched(batch(g, 10, 19));
+    await vi.waitFor(() => expect(seen).toEqual(["batchCommitted 9", "batchCommitted 19 fastPath"]));
+    expect(db.requests).toHaveLength(1);
+    const next = feed.join([0]);
+    feed.listener.fetched(batch(next, 20, 29));
+    await vi.waitFor(() => expect(seen).toHaveLength(3));
+    expect(seen[2]).toBe("batchCommitted 29");
+    expect(db.requests).toHaveLength(2);
+    expect(feed.committed()).toEqual([
+      "commit 0@10 committed",
+      "commit 0@20 committed",
+      "commit 0@30 committed",
+    ]);
+  });
+
+  it("asks Kafka for the high watermark once before calling the checkpoint ahead of the log", async () => {
+    const ahead = () =>
+      new ReplayableError("CHECKPOINT_AHEAD_OF_LOG", "checkpoint 500 is above the high watermark");
+    const asked = vi.fn(() => Promise.resolve("2000"));
+    const { feed, db, seen } = await setup({ currentHighWatermark: asked });
+    db.next(ahead());
+    const g = feed.join([0]);
+    feed.listener.fetched(batch(g, 0, 9));
+    await vi.waitFor(() => expect(feed.committed()).toEqual(["commit 0@10 committed"]));
+    expect(db.requests.map((r) => r.highWatermark)).toEqual(["1000", "2000"]);
+    // A second time in the same batch it is the truth: the member stops.
+    db.next(ahead(), ahead());
+    feed.listener.fetched(batch(g, 10, 19));
+    await vi.waitFor(() => expect(seen.at(-1)).toMatch(/^fatal checkpoint 500/));
+    expect(asked).toHaveBeenCalledTimes(2);
+    expect(feed.committed()).toHaveLength(1);
+  });
+});

@@ -1,0 +1,92 @@
+/**
+ * The KafkaJS feed's offset commits without a broker: a fake consumer whose commitOffsets the test
+ * controls. The commit fence, the order of a partition's commits and the background retry.
+ */
+import type { Consumer } from "kafkajs";
+import { describe, expect, it, vi } from "vitest";
+import { OffsetCommits } from "../../src/kafka/offsetCommits.js";
+import { createLogger } from "../../src/logger.js";
+
+type Commit = { topic: string; partition: number; offset: string };
+
+function setup(answers: ((commit: Commit) => Promise<void>)[] = []) {
+  const sent: string[] = [];
+  let generation = 1;
+  const commitOffsets = vi.fn(async (offsets: Commit[]) => {
+    const commit = offsets[0]!;
+    const answer = answers.shift();
+    if (answer !== undefined) await answer(commit);
+    sent.push(`${commit.partition}@${commit.offset}`);
+  });
+  const commits = new OffsetCommits({
+    consumer: { commitOffsets } as unknown as Consumer,
+    log: createLogger("silent"),
+    generation: () => generation,
+    stopping: () => false,
+    retryInitialMs: 10,
+    retryMaxMs: 20,
+  });
+  return {
+    commits,
+    sent,
+    commitOffsets,
+    rejoin: () => {
+      generation += 1;
+      commits.newGeneration();
+    },
+  };
+}
+
+const tp = { topic: "t", partition: 0 };
+
+describe("OffsetCommits", () => {
+  it("sends a commit of the current generation and skips one of an earlier generation without sending it", async () => {
+    const { commits, sent, rejoin } = setup();
+    expect(await commits.commit(tp, "10", 1)).toBe("committed");
+    rejoin();
+    expect(await commits.commit(tp, "20", 1)).toBe("skipped_rebalanced");
+    expect(sent).toEqual(["0@10"]);
+  });
+
+  it("lands a partition's commits in the order asked, even when the first is slow", async () => {
+    const { commits, sent } = setup([() => new Promise((resolve) => setTimeout(resolve, 50))]);
+    const results = await Promise.all([commits.commit(tp, "10", 1), commits.commit(tp, "20", 1)]);
+    expect(results).toEqual(["committed", "committed"]);
+    expect(sent).toEqual(["0@10", "0@20"]);
+  });
+
+  it("answers skipped_rebalanced when the coordinator says the group rebalanced", async () => {
+    const rebalancing = () =>
+      Promise.reject(Object.assign(new Error("rebalance"), { type: "REBALANCE_IN_PROGRESS" }));
+    const { commits, sent } = setup([rebalancing]);
+    expect(await commits.commit(tp, "10", 1)).toBe("skipped_rebalanced");
+    expect(sent).toEqual([]);
+  });
+
+  it("after three failed attempts answers failed and retries in the background until the commit lands", async () => {
+    const failing = () => Promise.reject(new Error("coordinator not available"));
+    const { commits, sent } = setup([failing, failing, failing, failing]);
+    expect(await commits.commit(tp, "10", 1)).toBe("failed");
+    expect(sent).toEqual([]);
+    await vi.waitFor(() => expect(sent).toEqual(["0@10"]), { timeout: 2000 });
+  });
+
+  it("forgets a failed commit once a rebalance begins a new generation", async () => {
+    vi.useFakeTimers();
+    try {
+      const failing = () => Promise.reject(new Error("coordinator not available"));
+      const { commits, commitOffsets, rejoin } = setup([failing, failing, failing]);
+      const first = commits.commit(tp, "10", 1);
+      // The quick attempts wait 200 and 400 ms; the background retry would come 5 to 10 ms later.
+      await vi.advanceTimersByTimeAsync(600);
+      expect(await first).toBe("failed");
+      rejoin();
+      await commits.commit({ topic: "t", partition: 1 }, "5", 2);
+      // Past every background retry the failed commit would have had.
+      await vi.advanceTimersByTimeAsync(1000);
+      expect(commitOffsets.mock.calls.map((c) => c[0][0]!.offset)).toEqual(["10", "10", "10", "5"]);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+});
