@@ -213,9 +213,14 @@ export function cliLogger(config: Config, fallback = "warn"): Logger {
   return createLogger(level, { groupId: config.groupId });
 }
 
-/** A KafkaJS client for one-off commands. */
+/** A KafkaJS client for one-off commands, with the configured TLS and SASL. */
 export function cliKafka(config: Config, log: Logger) {
-  return createKafka({ brokers: config.kafka.brokers, clientId: `${config.kafka.clientId}-cli`, log });
+  return createKafka({
+    brokers: config.kafka.brokers,
+    clientId: `${config.kafka.clientId}-cli`,
+    log,
+    security: config.kafka.security,
+  });
 }
 
 /** The `--output table|json` option the reporting commands share (any other value is a usage error). */

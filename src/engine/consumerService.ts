@@ -15,6 +15,7 @@ import { classifyPgError, ReplayableError, errorMessage } from "../errors.js";
 import { failpoint } from "../failpoints.js";
 import { KafkaAdmin } from "../kafka/admin.js";
 import { createKafka } from "../kafka/client.js";
+import type { OauthBearerProvider } from "../kafkaSecurity.js";
 import { DeadLetterPublisher } from "../kafka/deadLetterPublisher.js";
 import { withBindings } from "../logger.js";
 import {
@@ -58,6 +59,11 @@ export interface ConsumerServiceOptions {
   readonly onBatchCommitted?: (event: BatchCommitted) => void;
   /** Called on every group join (rebalance) with this member's assignment: topic → partitions. */
   readonly onAssignment?: (assignment: Readonly<Record<string, readonly number[]>>) => void;
+  /**
+   * The OAUTHBEARER token provider, for KAFKA_SASL_MECHANISM=OAUTHBEARER: called on every
+   * (re)authentication; overrides the config file's `kafkaOauthBearerProvider` (docs/security.md).
+   */
+  readonly oauthBearerProvider?: OauthBearerProvider;
 }
 
 /** What {@link ConsumerServiceOptions.onBatchCommitted} reports about one transaction. */
@@ -177,7 +183,15 @@ export class ConsumerService {
       },
       onIdleError,
     );
-    this.kafka = createKafka({ brokers: config.kafka.brokers, clientId: config.kafka.clientId, log });
+    this.kafka = createKafka({
+      brokers: config.kafka.brokers,
+      clientId: config.kafka.clientId,
+      log,
+      security: config.kafka.security,
+      ...(options.oauthBearerProvider === undefined
+        ? {}
+        : { oauthBearerProvider: options.oauthBearerProvider }),
+    });
     if (config.dlqTopic !== undefined) this.dlq = new DeadLetterPublisher(this.kafka, config.dlqTopic);
     this.lagMonitor = new LagMonitor({
       metrics: this.metrics,

@@ -63,6 +63,7 @@ export function produceCommand(): Command {
             brokers: config.kafka.brokers,
             clientId: `${config.kafka.clientId}-produce`,
             log,
+            security: config.kafka.security,
           });
           const admin = await KafkaAdmin.connect(kafka);
           try {
@@ -112,6 +113,7 @@ export function produceCommand(): Command {
             brokers: config.kafka.brokers,
             clientId: `${config.kafka.clientId}-produce`,
             log,
+            security: config.kafka.security,
           });
           const admin = await KafkaAdmin.connect(kafka);
           try {
