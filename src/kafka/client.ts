@@ -54,6 +54,8 @@ export interface KafkaClientOptions {
   readonly security?: KafkaSecurity;
   /** OAUTHBEARER token provider, overriding the security's own (a library user's). */
   readonly oauthBearerProvider?: OauthBearerProvider;
+  /** Retries of a failed request or connection (KafkaJS `retry.retries`); default KafkaJS's 5. */
+  readonly retries?: number;
 }
 
 /**
@@ -82,6 +84,7 @@ export function createKafka(options: KafkaClientOptions): Kafka {
     brokers: [...options.brokers],
     ...(ssl === undefined ? {} : { ssl }),
     ...(sasl === undefined ? {} : { sasl }),
+    ...(options.retries === undefined ? {} : { retry: { retries: options.retries } }),
     connectionTimeout: options.connectionTimeoutMs ?? 3000,
     logLevel: kafkaLogLevel(options.log.level),
     logCreator:

@@ -1,12 +1,12 @@
 /** `replayable produce <stream>`: send a demo stream to a topic (creating it if missing). */
 import { Command } from "commander";
 import { createKafka } from "../../kafka/client.js";
-import { KafkaAdmin } from "../../kafka/admin.js";
 import { produceRecords } from "../../kafka/producer.js";
 import { readGithubEventFile } from "../../projections/github/eventFile.js";
 import { githubStream } from "../../projections/github/stream.js";
 import { generateLedgerStream } from "../../projections/ledger/generate.js";
 import {
+  cliAdmin,
   action,
   cliLogger,
   configFrom,
@@ -65,7 +65,7 @@ export function produceCommand(): Command {
             log,
             security: config.kafka.security,
           });
-          const admin = await KafkaAdmin.connect(kafka);
+          const admin = await cliAdmin(config, log, { topics: [flags.topic], topicOperation: "Write" });
           try {
             await admin.createTopic(flags.topic, intFlag("--partitions", flags.partitions, 1, 10_000, 3));
           } finally {
@@ -115,7 +115,7 @@ export function produceCommand(): Command {
             log,
             security: config.kafka.security,
           });
-          const admin = await KafkaAdmin.connect(kafka);
+          const admin = await cliAdmin(config, log, { topics: [flags.topic], topicOperation: "Write" });
           try {
             await admin.createTopic(flags.topic, partitions);
           } finally {

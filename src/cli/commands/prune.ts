@@ -5,12 +5,11 @@
  */
 import { Command } from "commander";
 import { createPool } from "../../db/pool.js";
-import { KafkaAdmin } from "../../kafka/admin.js";
 import { prune, type PruneResult } from "../../replay/prune.js";
 import {
   action,
   outputOption,
-  cliKafka,
+  cliAdmin,
   cliLogger,
   configFrom,
   intFlag,
@@ -65,7 +64,12 @@ export function pruneCommand(): Command {
         const projection = setup.projection();
         const waitMs = intFlag("--wait-ms", flags.waitMs, 0, 86_400_000, DEFAULT_WAIT_MS);
         const log = cliLogger(config);
-        const admin = await KafkaAdmin.connect(cliKafka(config, log));
+        const admin = await cliAdmin(config, log, {
+          groupId: config.groupId,
+          groupOperation: "Describe",
+          topics: config.topics,
+          topicOperation: "Describe",
+        });
         const pool = createPool({ connectionString: config.databaseUrl, max: 1 });
         try {
           const result = await prune({

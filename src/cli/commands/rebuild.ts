@@ -5,12 +5,11 @@
  */
 import { Command } from "commander";
 import { createPool } from "../../db/pool.js";
-import { KafkaAdmin } from "../../kafka/admin.js";
 import { rebuild, type RebuildOutcome } from "../../replay/rebuild.js";
 import {
   action,
   outputOption,
-  cliKafka,
+  cliAdmin,
   cliLogger,
   configFrom,
   printJson,
@@ -60,7 +59,12 @@ export function rebuildCommand(): Command {
         const { config } = setup;
         const projection = setup.projection();
         const log = cliLogger(config);
-        const admin = await KafkaAdmin.connect(cliKafka(config, log));
+        const admin = await cliAdmin(config, log, {
+          groupId: config.groupId,
+          groupOperation: flags.execute === true ? "Read" : "Describe",
+          topics: config.topics,
+          topicOperation: flags.execute === true ? "Read" : "Describe",
+        });
         const pool = createPool({ connectionString: config.databaseUrl, max: 2 });
         try {
           const outcome = await rebuild({

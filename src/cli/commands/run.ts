@@ -4,7 +4,17 @@ import { redactUrl } from "../../config.js";
 import { ReplayableError, classifyPgError, errorMessage } from "../../errors.js";
 import { ConsumerService } from "../../engine/consumerService.js";
 import { createLogger } from "../../logger.js";
-import { action, configFrom, printError, withConnectionOptions, type ConnectionFlags } from "../common.js";
+import { checkKafkaAccess } from "../../kafka/accessCheck.js";
+import type { FailureContext } from "../../kafka/securityFailure.js";
+import {
+  action,
+  configFrom,
+  exitCodeOf,
+  printError,
+  reportedError,
+  withConnectionOptions,
+  type ConnectionFlags,
+} from "../common.js";
 import { onShutdownSignals } from "../signals.js";
 import { migrateAndCheck } from "./migrate.js";
 
@@ -72,20 +82,35 @@ export function runCommand(): Command {
             },
           );
         }
+        // A refused login, TLS handshake or ACL fails here, before the member joins: never a retry loop.
+        const kafka: FailureContext = {
+          security: config.kafka.security,
+          brokers: config.kafka.brokers,
+          groupId: config.groupId,
+          groupOperation: "Read",
+          topics: config.topics.length > 0 ? config.topics : projection.defaultTopics,
+          topicOperation: "Read",
+        };
+        await checkKafkaAccess({
+          ...kafka,
+          clientId: config.kafka.clientId,
+          log,
+          writeTopic: config.dlqTopic,
+        });
         const service = new ConsumerService({ config, projection, log });
         const removeHandlers = onShutdownSignals(() => service.stop(), config.shutdownTimeoutMs, log);
         try {
           await service.start();
         } catch (error) {
           await service.stop();
-          throw unreachable(error);
+          throw reportedError(unreachable(error), kafka);
         }
         const outcome = await service.done;
         removeHandlers();
         if (outcome.kind === "failed") {
-          printError(outcome.error.message);
-          const { error } = outcome;
-          process.exitCode = error instanceof ReplayableError && error.code === "CONFIG_INVALID" ? 2 : 1;
+          const error = reportedError(outcome.error, kafka);
+          printError(errorMessage(error));
+          process.exitCode = exitCodeOf(error);
         }
       }),
     );

@@ -1,7 +1,6 @@
 /** `replayable status`: per partition, the committed offset, the checkpoint, the high watermark and the lag. */
 import { Command } from "commander";
 import { createPool } from "../../db/pool.js";
-import { KafkaAdmin } from "../../kafka/admin.js";
 import { committedOffsetOrNone, compareOffsets, offsetDistance } from "../../offsets.js";
 import { missingTopicsError, topicsNotOnCluster } from "../../replay/missingTopics.js";
 import { resolveProjectionTopics } from "../../replay/projectionTopics.js";
@@ -9,7 +8,7 @@ import { readCheckpoints } from "../../sql/readCheckpoints.js";
 import {
   action,
   outputOption,
-  cliKafka,
+  cliAdmin,
   cliLogger,
   configFrom,
   printJson,
@@ -96,7 +95,12 @@ export function statusCommand(): Command {
         const { config } = setup;
         const projection = setup.projection(flags.group);
         const log = cliLogger(config);
-        const admin = await KafkaAdmin.connect(cliKafka(config, log));
+        const admin = await cliAdmin(config, log, {
+          groupId: config.groupId,
+          groupOperation: "Describe",
+          topics: config.topics,
+          topicOperation: "Describe",
+        });
         const pool = createPool({ connectionString: config.databaseUrl, max: 1 });
         try {
           const resolved = await resolveProjectionTopics(
