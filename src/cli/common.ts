@@ -10,7 +10,7 @@ import { ReplayableError, classifyPgError, errorMessage } from "../errors.js";
 import { checkKafkaAccess } from "../kafka/accessCheck.js";
 import { KafkaAdmin } from "../kafka/admin.js";
 import { createKafka } from "../kafka/client.js";
-import { kafkaSecurityFailure, type FailureContext } from "../kafka/securityFailure.js";
+import { kafkaSecurityFailure, type FailureContext, type TopicOperation } from "../kafka/securityFailure.js";
 import { createLogger, type Logger } from "../logger.js";
 import { ProjectionRegistry, type RegisteredProjection } from "../projections/registry.js";
 import { scrubSecrets } from "../secrets.js";
@@ -222,7 +222,7 @@ export interface KafkaNeeds {
   /** `Read` to commit the group's offsets (replay/rebuild --execute), `Describe` to read them. */
   readonly groupOperation?: "Read" | "Describe";
   readonly topics?: readonly string[];
-  readonly topicOperation?: "Read" | "Describe" | "Write";
+  readonly topicOperations?: readonly TopicOperation[];
 }
 
 /** The context of the last Kafka connection a command made: {@link action} names ACLs with it. */

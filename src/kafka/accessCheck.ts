@@ -7,6 +7,7 @@
  * own retries.
  */
 import { connect as tlsConnect } from "node:tls";
+import kafkajs from "kafkajs";
 import type { Logger } from "pino";
 import { ReplayableError } from "../errors.js";
 import type { OauthBearerProvider } from "../kafkaSecurity.js";
@@ -57,7 +58,9 @@ export async function checkKafkaAccess(check: AccessCheck): Promise<void> {
   try {
     for (const topic of check.topics ?? []) await topicAccess(admin, topic, check);
     if (check.writeTopic !== undefined)
-      await topicAccess(admin, check.writeTopic, { ...check, topicOperation: "Write" });
+      await topicAccess(admin, check.writeTopic, { ...check, topicOperations: ["Write"] });
+    if (check.topicOperations?.includes("DescribeConfigs") === true && (check.topics?.length ?? 0) > 0)
+      await describeConfigs(admin, check);
     if (check.groupId !== undefined) {
       await admin
         .fetchOffsets({ groupId: check.groupId, topics: [...(check.topics ?? [])] })
@@ -71,10 +74,18 @@ export async function checkKafkaAccess(check: AccessCheck): Promise<void> {
   }
 }
 
+// A CommonJS export Node's named-export detection misses: read it from the module object.
+const { ConfigResourceTypes } = kafkajs;
+
 type Admin = ReturnType<ReturnType<typeof createKafka>["admin"]>;
 
 async function topicAccess(admin: Admin, topic: string, check: FailureContext): Promise<void> {
   await admin.fetchTopicMetadata({ topics: [topic] }).catch(fail({ ...check, topics: [topic] }));
+}
+
+async function describeConfigs(admin: Admin, check: FailureContext): Promise<void> {
+  const resources = (check.topics ?? []).map((name) => ({ type: ConfigResourceTypes.TOPIC, name }));
+  await admin.describeConfigs({ includeSynonyms: false, resources }).catch(fail(check));
 }
 
 /** Rethrows `error` as the security failure it is, else as it is. */

@@ -16,10 +16,13 @@ export interface FailureContext {
   readonly groupId?: string | undefined;
   /** The operation the command needs on its group (`Read` for a member, `Describe` for status). */
   readonly groupOperation?: "Read" | "Describe";
-  /** The topics the command works on and the operation it needs on them. */
+  /** The topics the command works on and the operations it needs on them (default Read). */
   readonly topics?: readonly string[];
-  readonly topicOperation?: "Read" | "Describe" | "Write";
+  readonly topicOperations?: readonly TopicOperation[];
 }
+
+/** The Kafka ACL operations replayable needs on a topic (Read, Write and DescribeConfigs include Describe). */
+export type TopicOperation = "Read" | "Describe" | "Write" | "DescribeConfigs";
 
 /** Node/OpenSSL codes of a broker certificate the client cannot verify against its CAs. */
 const UNTRUSTED = new Set([
@@ -112,15 +115,17 @@ function authorization(type: string, context: FailureContext, cause: unknown): R
   const resource = AUTHORIZATION_FAILED[type]!;
   const principal = kafkaPrincipal(context.security) ?? "User:<the client's principal>";
   const bootstrap = context.brokers[0] ?? "<broker>";
-  let operation = "Describe";
+  let operations: readonly string[] = ["Describe"];
   let names: readonly string[] = [];
   if (resource === "group" && context.groupId !== undefined) {
-    operation = context.groupOperation ?? "Read";
+    operations = [context.groupOperation ?? "Read"];
     names = [context.groupId];
   } else if (resource === "topic") {
-    operation = context.topicOperation ?? "Read";
+    operations = context.topicOperations ?? ["Read"];
     names = context.topics ?? [];
-  } else if (resource === "transactional-id") operation = "Write";
+  } else if (resource === "transactional-id") operations = ["Write"];
+  const operation = operations.join(" and ");
+  const flags = operations.map((o) => `--operation ${o}`).join(" ");
   const what =
     resource === "cluster"
       ? "the cluster"
@@ -132,7 +137,7 @@ function authorization(type: string, context: FailureContext, cause: unknown): R
       : "";
   return new ReplayableError(
     "KAFKA_AUTHORIZATION",
-    `Kafka refused ${operation} on ${what} (${type}) for ${principal}${note}: grant it with kafka-acls --bootstrap-server ${bootstrap} --add --allow-principal ${principal} --operation ${operation} ${selector}; docs/security.md lists the ACLs each command needs`,
+    `Kafka refused ${operation} on ${what} (${type}) for ${principal}${note}: grant ${operations.length > 1 ? "them" : "it"} with kafka-acls --bootstrap-server ${bootstrap} --add --allow-principal ${principal} ${flags} ${selector}; docs/security.md lists the ACLs each command needs`,
     { cause, context: { type, principal, operation, resource, names } },
   );
 }

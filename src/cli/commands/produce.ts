@@ -65,7 +65,7 @@ export function produceCommand(): Command {
             log,
             security: config.kafka.security,
           });
-          const admin = await cliAdmin(config, log, { topics: [flags.topic], topicOperation: "Write" });
+          const admin = await cliAdmin(config, log, { topics: [flags.topic], topicOperations: ["Write"] });
           try {
             await admin.createTopic(flags.topic, intFlag("--partitions", flags.partitions, 1, 10_000, 3));
           } finally {
@@ -115,7 +115,7 @@ export function produceCommand(): Command {
             log,
             security: config.kafka.security,
           });
-          const admin = await cliAdmin(config, log, { topics: [flags.topic], topicOperation: "Write" });
+          const admin = await cliAdmin(config, log, { topics: [flags.topic], topicOperations: ["Write"] });
           try {
             await admin.createTopic(flags.topic, partitions);
           } finally {

@@ -68,7 +68,7 @@ export function pruneCommand(): Command {
           groupId: config.groupId,
           groupOperation: "Describe",
           topics: config.topics,
-          topicOperation: "Describe",
+          topicOperations: ["Describe"],
         });
         const pool = createPool({ connectionString: config.databaseUrl, max: 1 });
         try {

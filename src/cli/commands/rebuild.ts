@@ -63,7 +63,7 @@ export function rebuildCommand(): Command {
           groupId: config.groupId,
           groupOperation: flags.execute === true ? "Read" : "Describe",
           topics: config.topics,
-          topicOperation: flags.execute === true ? "Read" : "Describe",
+          topicOperations: [flags.execute === true ? "Read" : "Describe", "DescribeConfigs"],
         });
         const pool = createPool({ connectionString: config.databaseUrl, max: 2 });
         try {

@@ -82,7 +82,7 @@ export function replayCommand(): Command {
           groupId: flags.group,
           groupOperation: flags.execute === true ? "Read" : "Describe",
           topics: scope.topics?.map((t) => t.topic) ?? [],
-          topicOperation: flags.execute === true ? "Read" : "Describe",
+          topicOperations: [flags.execute === true ? "Read" : "Describe"],
         });
         const pool = createPool({ connectionString: config.databaseUrl, max: 2 });
         try {

@@ -89,7 +89,7 @@ export function runCommand(): Command {
           groupId: config.groupId,
           groupOperation: "Read",
           topics: config.topics.length > 0 ? config.topics : projection.defaultTopics,
-          topicOperation: "Read",
+          topicOperations: ["Read"],
         };
         await checkKafkaAccess({
           ...kafka,

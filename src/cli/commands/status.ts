@@ -99,7 +99,7 @@ export function statusCommand(): Command {
           groupId: config.groupId,
           groupOperation: "Describe",
           topics: config.topics,
-          topicOperation: "Describe",
+          topicOperations: ["Describe"],
         });
         const pool = createPool({ connectionString: config.databaseUrl, max: 1 });
         try {
