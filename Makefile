@@ -4,7 +4,7 @@ SHELL := /bin/bash
 export KAFKA_BROKERS ?= 127.0.0.1:$(or $(KAFKA_PORT),9092)
 export DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/test
 
-.PHONY: help install up down pg prometheus migrate build typecheck lint test test-unit test-int test-cluster demo bench clean
+.PHONY: help install up down pg prometheus migrate build typecheck lint test test-unit test-int test-cluster test-security demo bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -49,7 +49,10 @@ test-int: up prometheus ## integration tests against real Kafka and PostgreSQL (
 test-cluster: install pg ## leader changes and broker faults on a local three-broker cluster (started by the tests)
 	npm run test:cluster
 
-test: lint typecheck test-unit test-int test-cluster ## lint, typecheck, unit, integration and cluster tests (starts the stack)
+test-security: install pg ## TLS, SASL and ACLs against one secured broker (started and removed by the tests)
+	npm run test:security
+
+test: lint typecheck test-unit test-int test-cluster test-security ## lint, typecheck, unit, integration, cluster and security tests (starts the stack)
 
 demo: up ## the end-to-end demo on real input (see README)
 	@node --import tsx scripts/demo.ts

@@ -88,7 +88,11 @@ function tlsMessage(code: string, context: FailureContext): string | undefined {
     return `the broker's TLS certificate ${at} ${code === "CERT_HAS_EXPIRED" ? "has expired" : "is not valid yet"} (${code}): the cluster's operators must renew it (or check this machine's clock)`;
   if (code === "ERR_TLS_CERT_ALTNAME_INVALID")
     return `the broker's TLS certificate ${at} does not name the host connected to (${code}): list the brokers by a name the certificate holds, or set KAFKA_SSL_ENDPOINT_IDENTIFICATION_ALGORITHM=none`;
-  if (code === "ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED")
+  const noCertificate = context.security.ssl?.certificate === undefined;
+  if (
+    code === "ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED" ||
+    (noCertificate && CLIENT_CERTIFICATE_REFUSED.test(code))
+  )
     return `the broker ${at} requires a client certificate (${code}): set KAFKA_SSL_CERTIFICATE_LOCATION and KAFKA_SSL_KEY_LOCATION (mutual TLS)`;
   if (CLIENT_CERTIFICATE_REFUSED.test(code))
     return `the broker ${at} refused the client certificate of KAFKA_SSL_CERTIFICATE_LOCATION (${code}): it must be valid and signed by a CA in the broker's ssl.truststore`;
