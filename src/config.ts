@@ -314,7 +314,10 @@ export function parseConfig(
   if (problems.length > 0 || security === undefined || !("protocol" in security)) {
     const lines = problems.map(({ variable, message }) => {
       const given = input[variable] ?? env[variable];
-      const shown = given === undefined ? "" : (redact(variable, given) ?? "");
+      // A value read from a NAME_FILE is a secret whatever it holds: never shown.
+      const hidden =
+        given === undefined || (secretFiles.sources.has(variable) && env[variable] === undefined);
+      const shown = hidden ? "" : (redact(variable, given) ?? "");
       return `  ${variable}${shown}${source.get(variable) ?? ""}: ${message}`;
     });
     return { ok: false, problems: lines, variables: problems.map((p) => p.variable) };
@@ -523,6 +526,8 @@ export function redactUrl(url: string): string {
 
 /** `=value` for a problem line: a URL without its password, nothing for another secret. */
 function redact(variable: string, value: string): string | undefined {
-  if (variable === "DATABASE_URL") return `=${redactUrl(value)}`;
+  // Only a URL can be shown without its password; anything else might be the password itself.
+  if (variable === "DATABASE_URL")
+    return /^[a-z][a-z0-9+.-]*:\/\//i.test(value) ? `=${redactUrl(value)}` : undefined;
   return SECRET_SETTINGS.includes(variable) ? undefined : `=${value}`;
 }
