@@ -9,6 +9,11 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { TestProject } from "vitest/node";
+import { loadConfig } from "../../src/config.js";
+import { KafkaAdmin } from "../../src/kafka/admin.js";
+import { createKafka } from "../../src/kafka/client.js";
+import { createLogger } from "../../src/logger.js";
+import { waitFor } from "../helpers/stack.js";
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -17,12 +22,42 @@ declare module "vitest" {
   }
 }
 
-export default function setup(project: TestProject): () => void {
+/**
+ * Makes the broker create __consumer_offsets now: on a fresh broker the first OffsetFetch answers
+ * NOT_COORDINATOR while the topic is being created, and KafkaJS's admin does not retry it.
+ */
+async function createOffsetsTopic(dir: string): Promise<void> {
+  const config = loadConfig({
+    KAFKA_BROKERS: `127.0.0.1:${process.env.KAFKA_SECURE_SASL_PORT ?? "9392"}`,
+    KAFKA_SECURITY_PROTOCOL: "SASL_SSL",
+    KAFKA_SASL_MECHANISM: "SCRAM-SHA-512",
+    KAFKA_SASL_USERNAME: "admin",
+    KAFKA_SASL_PASSWORD_FILE: join(dir, "users", "admin.password"),
+    KAFKA_SSL_CA_LOCATION: join(dir, "tls", "ca.pem"),
+  });
+  const kafka = createKafka({
+    brokers: config.kafka.brokers,
+    clientId: "replayable-test-setup",
+    log: createLogger("silent"),
+    security: config.kafka.security,
+  });
+  const admin = await KafkaAdmin.connect(kafka);
+  try {
+    await waitFor("the broker to answer OffsetFetch", async () =>
+      (await admin.groupCommittedOffsets("replayable-warm-up")) ? true : undefined,
+    );
+  } finally {
+    await admin.close();
+  }
+}
+
+export default async function setup(project: TestProject): Promise<() => void> {
   execFileSync("scripts/ensure-postgres.sh", { stdio: "inherit" });
   const dir = mkdtempSync(join(tmpdir(), "replayable-secure-kafka-"));
   const env = { ...process.env, KAFKA_SECURE_DATA_DIR: dir };
   const started = Date.now();
   execFileSync("scripts/kafka/secure-kafka.sh", ["up"], { stdio: "inherit", env });
+  await createOffsetsTopic(dir);
   console.log(`security: secured broker ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   project.provide("secureKafkaDir", dir);
   return () => {
