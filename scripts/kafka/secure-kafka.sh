@@ -17,13 +17,16 @@
 #   scripts/kafka/secure-kafka.sh dir             print the data directory
 #
 # Listeners, all on 127.0.0.1; no client listener is plaintext:
-#   KAFKA_SECURE_SASL_PORT        SASL_SSL, SCRAM-SHA-512                 (default 9392)
+#   KAFKA_SECURE_SASL_PORT        SASL_SSL, SCRAM-SHA-512 and OAUTHBEARER (default 9392)
 #   KAFKA_SECURE_SSL_PORT         SSL, client certificates required      (default 9393)
 #   KAFKA_SECURE_CONTROLLER_PORT  KRaft controller, PLAINTEXT             (default 9394)
 #   KAFKA_SECURE_DATA_DIR         data, certificates, passwords          (default <repo>/.data/kafka-secure)
 #   KAFKA_SECURE_USERS            SCRAM-SHA-512 users made at format time (default "admin alice bob")
 #   KAFKA_HEAP_OPTS               JVM heap                                (default -Xms256m -Xmx512m)
 #   KAFKA_READY_TIMEOUT_S         how long `up` waits                     (default 90)
+# OAUTHBEARER takes Kafka's unsecured tokens (an unsigned JWT, `alg: none`, whose `sub` is the
+# principal; Kafka's default OAuthBearerUnsecuredValidatorCallbackHandler): for testing token
+# providers only, never a production setting.
 # The StandardAuthorizer is on with allow.everyone.if.no.acl.found=false: a principal may do only
 # what an ACL allows. Super users: User:admin, and User:ANONYMOUS, the principal of the PLAINTEXT
 # controller listener (the node talking to its own controller). Each user's password is generated
@@ -98,9 +101,10 @@ advertised.listeners=SASL_SSL://127.0.0.1:$sasl_port,SSL://127.0.0.1:$ssl_port
 controller.listener.names=CONTROLLER
 listener.security.protocol.map=SASL_SSL:SASL_SSL,SSL:SSL,CONTROLLER:PLAINTEXT
 inter.broker.listener.name=SASL_SSL
-sasl.enabled.mechanisms=SCRAM-SHA-512
+sasl.enabled.mechanisms=SCRAM-SHA-512,OAUTHBEARER
 sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512
 listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="$(password_of admin)";
+listener.name.sasl_ssl.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredLoginStringClaim_sub="admin";
 ssl.keystore.type=PEM
 ssl.keystore.location=$tls/broker.keystore.pem
 ssl.truststore.type=PEM

@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { loadConfig, parseConfig } from "../../src/config.js";
+import { parseConfigFile } from "../../src/configFile/parseConfigFile.js";
 import { ReplayableError } from "../../src/errors.js";
 import { kafkaJsSecurity } from "../../src/kafka/security.js";
 import { kafkaPrincipal } from "../../src/kafkaSecurity.js";
@@ -271,6 +272,26 @@ describe("Kafka security settings", () => {
     ]);
     const early = readPemFiles(locations, earlier).problems.map((p) => p.message);
     expect(early.join("\n")).toContain("the client certificate (O=unit, CN=alice) is not valid before ");
+  });
+});
+
+describe("the config file's kafkaOauthBearerProvider", () => {
+  it("reaches the security settings; a value that is not a function is a problem", () => {
+    const provider = () => Promise.resolve({ value: "t" });
+    const parsed = parseConfigFile("/app/replayable.config.ts", { kafkaOauthBearerProvider: provider });
+    expect(parsed.problems).toEqual([]);
+    const config = loadConfig(
+      { KAFKA_SECURITY_PROTOCOL: "SASL_SSL", KAFKA_SASL_MECHANISM: "OAUTHBEARER" },
+      {},
+      parsed.settings,
+    );
+    expect(config.kafka.security.oauthBearerProvider).toBe(provider);
+    expect(kafkaJsSecurity(config.kafka.security).sasl?.mechanism).toBe("oauthbearer");
+    expect(
+      parseConfigFile("/app/replayable.config.ts", { kafkaOauthBearerProvider: "token" }).problems,
+    ).toEqual([
+      "  replayable.config.ts: kafkaOauthBearerProvider: must be a function returning a Promise of { value: token }",
+    ]);
   });
 });
 
