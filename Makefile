@@ -24,9 +24,11 @@ prometheus: ## make sure promtool and prometheus are installed (the Debian packa
 up: install pg ## start the local single-node Kafka (KRaft) and check PostgreSQL; harmless twice
 	@scripts/kafka/kafka.sh up
 
-down: ## stop the local Kafka (and the three-broker test cluster) and remove their data
+down: ## stop the local Kafka (the three-broker test cluster and the secured brokers too) and remove their data
 	@scripts/kafka/kafka.sh down
 	@KAFKA_NODES=3 scripts/kafka/kafka.sh down
+	@scripts/kafka/secure-kafka.sh down
+	@KAFKA_SECURE_DATA_DIR=.data/kafka-secure-test scripts/kafka/secure-kafka.sh down
 
 migrate: up ## apply the database migrations
 	./bin/replayable.js migrate --projection ledger github

@@ -1,12 +1,11 @@
 /**
  * Before the security tests: PostgreSQL must answer, and one secured broker of this run is started
  * (scripts/kafka/secure-kafka.sh: SASL_SSL on 9392, SSL with client certificates on 9393,
- * StandardAuthorizer) in a fresh data directory, so its CA, certificates and SCRAM passwords are
- * made in this run. After the tests the broker is stopped and the directory removed.
+ * StandardAuthorizer) in a fresh data directory, .data/kafka-secure-test (KAFKA_SECURE_TEST_DATA_DIR),
+ * so its CA, certificates and SCRAM passwords are made in this run. After the tests the broker is
+ * stopped and the directory removed; `make down` does the same after an interrupted run.
  */
 import { execFileSync } from "node:child_process";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { TestProject } from "vitest/node";
 import { loadConfig } from "../../src/config.js";
@@ -53,9 +52,11 @@ async function createOffsetsTopic(dir: string): Promise<void> {
 
 export default async function setup(project: TestProject): Promise<() => void> {
   execFileSync("scripts/ensure-postgres.sh", { stdio: "inherit" });
-  const dir = mkdtempSync(join(tmpdir(), "replayable-secure-kafka-"));
+  const dir = process.env.KAFKA_SECURE_TEST_DATA_DIR ?? join(process.cwd(), ".data", "kafka-secure-test");
   const env = { ...process.env, KAFKA_SECURE_DATA_DIR: dir };
   const started = Date.now();
+  // A broker left by an interrupted run (its pid file is in the directory) goes first, with its CA.
+  execFileSync("scripts/kafka/secure-kafka.sh", ["down"], { stdio: "inherit", env });
   execFileSync("scripts/kafka/secure-kafka.sh", ["up"], { stdio: "inherit", env });
   await createOffsetsTopic(dir);
   console.log(`security: secured broker ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);
