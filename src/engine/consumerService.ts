@@ -188,9 +188,7 @@ export class ConsumerService {
       clientId: config.kafka.clientId,
       log,
       security: config.kafka.security,
-      ...(options.oauthBearerProvider === undefined
-        ? {}
-        : { oauthBearerProvider: options.oauthBearerProvider }),
+      oauthBearerProvider: options.oauthBearerProvider,
     });
     if (config.dlqTopic !== undefined) this.dlq = new DeadLetterPublisher(this.kafka, config.dlqTopic);
     this.lagMonitor = new LagMonitor({
