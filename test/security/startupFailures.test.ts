@@ -139,7 +139,7 @@ describe("start-up errors, exit 2", () => {
     );
   });
 
-  it("a member whose principal may not Read its group: the ACL is named, before joining and at the join", async () => {
+  it("a member whose principal may not Read its group or topic: the ACL is named, before joining and at the join", async () => {
     const admin = await secureAdmin();
     const db = await createTestDatabase();
     onTestFinished(() => db.drop());
@@ -162,5 +162,13 @@ describe("start-up errors, exit 2", () => {
       // Not a retry loop: the member gives up at once.
       expect(Date.now() - started).toBeLessThan(30_000);
     }
+    const otherTopic = uniqueName("noacl");
+    await admin.createTopic(otherTopic, 1);
+    const noTopicAcl = await cli(runArgs(db.url, otherTopic, noAcl), env);
+    expect(noTopicAcl.code, noTopicAcl.stderr).toBe(2);
+    expect(noTopicAcl.stderr).toContain(
+      `replayable: Kafka refused Read on topic '${otherTopic}' (TOPIC_AUTHORIZATION_FAILED) for User:bob`,
+    );
+    expect(noTopicAcl.stderr).toContain(`--operation Read --topic ${otherTopic}`);
   });
 });
