@@ -27,13 +27,24 @@ import type { KafkaAdmin } from "../../src/kafka/admin.js";
 /** A way to connect: the CLI's environment, the principal, and the secrets that must never show. */
 interface Transport {
   readonly name: string;
-  readonly setup: () => { env: Record<string, string>; principal: string; secrets: string[] };
+  readonly setup: () => {
+    env: Record<string, string>;
+    /** The same, the password in the environment itself (for the `status` run at debug level). */
+    inlineEnv: Record<string, string>;
+    principal: string;
+    secrets: string[];
+  };
 }
 
 const transports: Transport[] = [
   {
     name: "SASL_SSL with SCRAM-SHA-512 (password from KAFKA_SASL_PASSWORD_FILE)",
-    setup: () => ({ env: saslEnv("alice"), principal: "User:alice", secrets: [passwordOf("alice")] }),
+    setup: () => ({
+      env: saslEnv("alice"),
+      inlineEnv: saslEnv("alice", true),
+      principal: "User:alice",
+      secrets: [passwordOf("alice")],
+    }),
   },
   {
     name: "SSL with a client certificate (mutual TLS)",
@@ -42,7 +53,12 @@ const transports: Transport[] = [
       const key = readFileSync(client.key, "utf8");
       // The key's base64 lines, each long enough to be unmistakable.
       const keyLines = key.split("\n").filter((l) => l.length > 40 && !l.startsWith("-----"));
-      return { env: sslEnv(client), principal: client.principal, secrets: keyLines };
+      return {
+        env: sslEnv(client),
+        inlineEnv: sslEnv(client),
+        principal: client.principal,
+        secrets: keyLines,
+      };
     },
   },
 ];
@@ -51,7 +67,7 @@ const BAD_RECORDS = 3;
 
 describe.each(transports)("over $name", ({ setup }) => {
   it("two members apply the ledger exactly, dead letters reach the DLQ topic; status, replay --execute and rebuild --execute keep the tables exact; no secret is shown", async () => {
-    const { env, principal, secrets } = setup();
+    const { env, inlineEnv, principal, secrets } = setup();
     const db = await createTestDatabase();
     onTestFinished(() => db.drop());
     const admin = await secureAdmin();
@@ -97,9 +113,10 @@ describe.each(transports)("over $name", ({ setup }) => {
 
     const status = await runCli(
       ["status", "--projection", "ledger", "--group", group, "--topic", topic, "--output", "json"],
-      { ...env, DATABASE_URL: db.url },
+      { ...inlineEnv, DATABASE_URL: db.url, LOG_LEVEL: "debug" },
     );
     expect(status.code, status.stderr).toBe(0);
+    expect(status.stderr).toContain('"component":"kafkajs"');
     const rows = (JSON.parse(status.stdout) as { partitions: { lag: string }[] }).partitions;
     expect(rows.map((r) => String(r.lag))).toEqual(["0", "0"]);
     outputs.push(status.stdout, status.stderr);
