@@ -4,7 +4,7 @@ SHELL := /bin/bash
 export KAFKA_BROKERS ?= 127.0.0.1:$(or $(KAFKA_PORT),9092)
 export DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/test
 
-.PHONY: help install up down pg prometheus migrate build typecheck lint test test-unit test-int test-cluster demo bench clean
+.PHONY: help install up down pg prometheus migrate build typecheck lint test test-unit test-int test-cluster test-security demo bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -24,9 +24,11 @@ prometheus: ## make sure promtool and prometheus are installed (the Debian packa
 up: install pg ## start the local single-node Kafka (KRaft) and check PostgreSQL; harmless twice
 	@scripts/kafka/kafka.sh up
 
-down: ## stop the local Kafka (and the three-broker test cluster) and remove their data
+down: ## stop the local Kafka (the three-broker test cluster and the secured brokers too) and remove their data
 	@scripts/kafka/kafka.sh down
 	@KAFKA_NODES=3 scripts/kafka/kafka.sh down
+	@scripts/kafka/secure-kafka.sh down
+	@KAFKA_SECURE_DATA_DIR=.data/kafka-secure-test scripts/kafka/secure-kafka.sh down
 
 migrate: up ## apply the database migrations
 	./bin/replayable.js migrate --projection ledger github
@@ -49,7 +51,10 @@ test-int: up prometheus ## integration tests against real Kafka and PostgreSQL (
 test-cluster: install pg ## leader changes and broker faults on a local three-broker cluster (started by the tests)
 	npm run test:cluster
 
-test: lint typecheck test-unit test-int test-cluster ## lint, typecheck, unit, integration and cluster tests (starts the stack)
+test-security: install pg ## TLS, SASL and ACLs against one secured broker (started and removed by the tests)
+	npm run test:security
+
+test: lint typecheck test-unit test-int test-cluster test-security ## lint, typecheck, unit, integration, cluster and security tests (starts the stack)
 
 demo: up ## the end-to-end demo on real input (see README)
 	@node --import tsx scripts/demo.ts

@@ -2,9 +2,10 @@ import { defineConfig } from "vitest/config";
 import { CLUSTER_BROKERS } from "./test/helpers/clusterBrokers.js";
 
 /**
- * Three projects: `unit` (pure logic, no services), `integration` (real Kafka with one broker and
- * PostgreSQL) and `cluster` (real PostgreSQL and a local three-broker Kafka cluster, for leader
- * changes and broker faults; see test/helpers/cluster.ts).
+ * Four projects: `unit` (pure logic, no services), `integration` (real Kafka with one broker and
+ * PostgreSQL), `cluster` (real PostgreSQL and a local three-broker Kafka cluster, for leader
+ * changes and broker faults; see test/helpers/cluster.ts) and `security` (real PostgreSQL and one
+ * secured broker the run starts itself: TLS, SASL, ACLs; see test/helpers/secureKafka.ts).
  */
 export default defineConfig({
   test: {
@@ -34,6 +35,17 @@ export default defineConfig({
           globalSetup: ["test/cluster/globalSetup.ts"],
           // test/helpers/stack.ts reads KAFKA_BROKERS: every helper talks to the cluster.
           env: { KAFKA_BROKERS: CLUSTER_BROKERS.join(",") },
+        },
+      },
+      {
+        test: {
+          name: "security",
+          include: ["test/security/**/*.test.ts"],
+          testTimeout: 180_000,
+          hookTimeout: 120_000,
+          fileParallelism: true,
+          maxWorkers: 2,
+          globalSetup: ["test/security/globalSetup.ts"],
         },
       },
     ],

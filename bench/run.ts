@@ -104,7 +104,12 @@ async function main(): Promise<void> {
   );
 
   const child = compileScenarios();
-  const kafka = createKafka({ brokers: config.kafka.brokers, clientId: "replayable-bench", log });
+  const kafka = createKafka({
+    brokers: config.kafka.brokers,
+    clientId: "replayable-bench",
+    log,
+    security: config.kafka.security,
+  });
   const admin = await KafkaAdmin.connect(kafka);
   const databases: string[] = [];
   try {

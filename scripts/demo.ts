@@ -19,7 +19,7 @@ import { fileURLToPath } from "node:url";
 import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
 import { count } from "drizzle-orm";
-import { redactUrl } from "../src/config.js";
+import { loadConfig, redactUrl } from "../src/config.js";
 import { connectionConfig, createPool, drizzleOf } from "../src/db/pool.js";
 import { errorMessage } from "../src/errors.js";
 import { deadLetters } from "../src/db/schema.js";
@@ -686,7 +686,12 @@ mkdirSync(logDir, { recursive: true });
 let failure: unknown;
 try {
   admin = await KafkaAdmin.connect(
-    createKafka({ brokers, clientId: "replayable-demo", log: createLogger("error") }),
+    createKafka({
+      brokers,
+      clientId: "replayable-demo",
+      log: createLogger("error"),
+      security: loadConfig(process.env).kafka.security,
+    }),
   );
   await demo(admin);
 } catch (error) {

@@ -6,7 +6,15 @@
  */
 import { z } from "zod";
 import { ReplayableError } from "./errors.js";
-import { registerEnvSecrets, registerUrlSecret } from "./secrets.js";
+import {
+  SASL_MECHANISMS,
+  SECURITY_PROTOCOLS,
+  type KafkaSecurity,
+  type OauthBearerProvider,
+} from "./kafkaSecurity.js";
+import { readPemFiles, type SettingProblem } from "./pemFiles.js";
+import { fileVariable, readSecretFiles, SECRET_SETTINGS } from "./secretFiles.js";
+import { registerEnvSecrets, registerSecret, registerUrlSecret } from "./secrets.js";
 import { closest } from "./suggest.js";
 
 const HOST_PORT = /^[^\s:,]+:\d{1,5}$/;
@@ -39,6 +47,17 @@ function validPort(text: string): boolean {
   return Number.isInteger(port) && port >= 1 && port <= 65535;
 }
 
+const trueOrFalse = (fallback: "true" | "false") =>
+  z
+    .string()
+    .trim()
+    .toLowerCase()
+    .pipe(z.enum(["true", "false"], { message: 'must be "true" or "false"' }))
+    .default(fallback)
+    .transform((s) => s === "true");
+
+const optionalText = z.string().min(1, notBlank).optional();
+
 /** Each environment variable, its default, and what it accepts. The README's "Configuration" table mirrors this. */
 const schema = z.object({
   KAFKA_BROKERS: z
@@ -58,6 +77,36 @@ const schema = z.object({
         .min(1),
     ),
   KAFKA_CLIENT_ID: z.string().trim().min(1, notBlank).default("replayable"),
+  // Named after Kafka's client settings (security.protocol, sasl.mechanism, ssl.ca.location...).
+  KAFKA_SECURITY_PROTOCOL: z
+    .string()
+    .trim()
+    .toUpperCase()
+    .pipe(z.enum(SECURITY_PROTOCOLS, { message: `must be one of ${SECURITY_PROTOCOLS.join(", ")}` }))
+    .default("PLAINTEXT"),
+  KAFKA_SASL_MECHANISM: z
+    .string()
+    .trim()
+    .toUpperCase()
+    .pipe(
+      z.enum(SASL_MECHANISMS, {
+        message: `must be one of ${SASL_MECHANISMS.join(", ")} (GSSAPI/Kerberos is not supported)`,
+      }),
+    )
+    .optional(),
+  KAFKA_SASL_USERNAME: optionalText,
+  KAFKA_SASL_PASSWORD: optionalText,
+  KAFKA_SSL_CA_LOCATION: optionalText,
+  KAFKA_SSL_CERTIFICATE_LOCATION: optionalText,
+  KAFKA_SSL_KEY_LOCATION: optionalText,
+  KAFKA_SSL_KEY_PASSWORD: optionalText,
+  KAFKA_ENABLE_SSL_CERTIFICATE_VERIFICATION: trueOrFalse("true"),
+  KAFKA_SSL_ENDPOINT_IDENTIFICATION_ALGORITHM: z
+    .string()
+    .trim()
+    .toLowerCase()
+    .pipe(z.enum(["https", "none"], { message: 'must be "https" (check the host name) or "none"' }))
+    .default("https"),
   DATABASE_URL: z
     .string()
     .default("postgres://postgres@127.0.0.1:5432/test")
@@ -98,13 +147,7 @@ const schema = z.object({
   // partitions, 3 at once applied 46,000 records/s, one per partition 54,000 to 60,000).
   REPLAYABLE_PARTITIONS_CONCURRENTLY: intFrom(1, 1000, "partitions").default(8),
   // Measured by `make bench` (docs/benchmarks.md): overlapping the fetch with the transaction.
-  REPLAYABLE_PREFETCH: z
-    .string()
-    .trim()
-    .toLowerCase()
-    .pipe(z.enum(["true", "false"], { message: 'must be "true" or "false"' }))
-    .default("true")
-    .transform((s) => s === "true"),
+  REPLAYABLE_PREFETCH: trueOrFalse("true"),
   // Defaults measured by `make bench` (docs/benchmarks.md): one transaction per fetched partition
   // batch of small records, and a fetch size that keeps a member's peak RSS near 200 MB.
   REPLAYABLE_MAX_BATCH_RECORDS: intFrom(1, 100_000, "records").default(2000),
@@ -146,7 +189,12 @@ const OTHER_VARIABLES = new Set(["REPLAYABLE_FAILPOINTS", "REPLAYABLE_CONFIG"]);
 
 /** The parsed, frozen configuration. Units are in the names (ms, bytes). */
 export interface Config {
-  readonly kafka: { readonly brokers: readonly string[]; readonly clientId: string };
+  readonly kafka: {
+    readonly brokers: readonly string[];
+    readonly clientId: string;
+    /** TLS and SASL of every Kafka client (KAFKA_SECURITY_PROTOCOL and the KAFKA_SASL_*, KAFKA_SSL_* settings). */
+    readonly security: KafkaSecurity;
+  };
   readonly databaseUrl: string;
   readonly projection: string;
   /** Topics to consume; empty means the projection's default topics. */
@@ -225,6 +273,8 @@ export interface FileSettings {
   readonly values: Partial<Record<ConfigVariable, string>>;
   /** The setting's name in the file, per variable (`kafkaBrokers` for KAFKA_BROKERS). */
   readonly names: Partial<Record<ConfigVariable, string>>;
+  /** The file's `kafkaOauthBearerProvider`, for KAFKA_SASL_MECHANISM=OAUTHBEARER. */
+  readonly oauthBearerProvider?: OauthBearerProvider;
 }
 
 /** What {@link parseConfig} found: the config, or every problem as one line each. */
@@ -241,23 +291,57 @@ export function parseConfig(
   overrides: Partial<Record<ConfigVariable, string | undefined>> = {},
   file?: FileSettings,
 ): ConfigParse {
+  registerEnvSecrets(env);
+  const secretFiles = readSecretFiles(env);
   const input: Record<string, string> = {};
-  const fromFlag = new Set<string>();
-  const fromFile = new Set<string>();
+  const source = new Map<string, string>();
   for (const key of Object.keys(schema.shape)) {
     const flag = overrides[key as ConfigVariable];
     const fileValue = file?.values[key as ConfigVariable];
-    const envValue = env[key] === "" ? undefined : env[key];
+    const envValue = env[key] === "" ? undefined : (env[key] ?? secretFiles.values.get(key));
     const value = flag === "" ? (envValue ?? fileValue) : (flag ?? envValue ?? fileValue);
     if (value !== undefined && value !== "") input[key] = value;
-    if (flag !== undefined && flag !== "") fromFlag.add(key);
-    else if (envValue === undefined && fileValue !== undefined && fileValue !== "") fromFile.add(key);
+    if (flag !== undefined && flag !== "") source.set(key, " (from a command-line flag)");
+    else if (secretFiles.sources.has(key) && env[key] === undefined)
+      source.set(key, ` (from ${secretFiles.sources.get(key)})`);
+    else if (envValue === undefined && fileValue !== undefined && fileValue !== "" && file !== undefined)
+      source.set(key, ` (from ${file.label}: ${file.names[key as ConfigVariable] ?? key})`);
   }
-  registerEnvSecrets(env);
+  for (const name of SECRET_SETTINGS) if (name !== "DATABASE_URL") registerSecret(input[name]);
   if (input.DATABASE_URL !== undefined) registerUrlSecret(input.DATABASE_URL);
-  const problems: { variable: string; message: string }[] = [];
+  const problems: SettingProblem[] = [...unknownVariables(env), ...secretFiles.problems];
+  // Each variable on its own, then the rules between those that are valid: every problem at once.
+  const values: Partial<z.output<typeof schema>> = {};
+  for (const [key, field] of Object.entries(schema.shape)) {
+    const result = field.safeParse(input[key]);
+    if (result.success) (values as Record<string, unknown>)[key] = result.data;
+    else for (const issue of result.error.issues) problems.push({ variable: key, message: issue.message });
+  }
+  problems.push(...crossChecks(values), ...securityChecks(values));
+  const security =
+    problems.length === 0 ? securityOf(schema.parse(input), file?.oauthBearerProvider) : undefined;
+  if (security !== undefined && !("protocol" in security)) problems.push(...security.problems);
+  if (problems.length > 0 || security === undefined || !("protocol" in security)) {
+    const lines = problems.map(({ variable, message }) => {
+      const given = input[variable] ?? env[variable];
+      // A value read from a NAME_FILE is a secret whatever it holds: never shown.
+      const hidden =
+        given === undefined || (secretFiles.sources.has(variable) && env[variable] === undefined);
+      const shown = hidden ? "" : (redact(variable, given) ?? "");
+      return `  ${variable}${shown}${source.get(variable) ?? ""}: ${message}`;
+    });
+    return { ok: false, problems: lines, variables: problems.map((p) => p.variable) };
+  }
+  return { ok: true, config: freezeConfig(schema.parse(input), security) };
+}
+
+/** An unknown REPLAYABLE_* variable, with the setting it was probably meant to be. */
+function unknownVariables(env: Record<string, string | undefined>): SettingProblem[] {
+  const problems: SettingProblem[] = [];
+  const secretFileVariables = new Set(SECRET_SETTINGS.map(fileVariable));
   for (const name of Object.keys(env).sort()) {
     if (!name.startsWith("REPLAYABLE_") || name in schema.shape || OTHER_VARIABLES.has(name)) continue;
+    if (secretFileVariables.has(name)) continue;
     const suggestion = closest(name, Object.keys(schema.shape));
     problems.push({
       variable: name,
@@ -266,34 +350,16 @@ export function parseConfig(
         : `is not a setting (the settings are listed under "Configuration" in README.md)`,
     });
   }
-  // Each variable on its own, then the rules between those that are valid: every problem at once.
-  const values: Partial<z.output<typeof schema>> = {};
-  for (const [key, field] of Object.entries(schema.shape)) {
-    const result = field.safeParse(input[key]);
-    if (result.success) (values as Record<string, unknown>)[key] = result.data;
-    else for (const issue of result.error.issues) problems.push({ variable: key, message: issue.message });
-  }
-  problems.push(...crossChecks(values));
-  if (problems.length > 0) {
-    const lines = problems.map(({ variable, message }) => {
-      const given = input[variable] ?? env[variable];
-      const source = fromFlag.has(variable)
-        ? " (from a command-line flag)"
-        : fromFile.has(variable) && file !== undefined
-          ? ` (from ${file.label}: ${file.names[variable as ConfigVariable] ?? variable})`
-          : "";
-      return `  ${variable}${given === undefined ? "" : `=${redact(variable, given)}`}${source}: ${message}`;
-    });
-    return { ok: false, problems: lines, variables: problems.map((p) => p.variable) };
-  }
-  const parsed = schema.parse(input);
-  const c = parsed;
-  return { ok: true, config: freezeConfig(c) };
+  return problems;
 }
 
-function freezeConfig(c: z.output<typeof schema>): Config {
+function freezeConfig(c: z.output<typeof schema>, security: KafkaSecurity): Config {
   return Object.freeze({
-    kafka: Object.freeze({ brokers: Object.freeze(c.KAFKA_BROKERS), clientId: c.KAFKA_CLIENT_ID }),
+    kafka: Object.freeze({
+      brokers: Object.freeze(c.KAFKA_BROKERS),
+      clientId: c.KAFKA_CLIENT_ID,
+      security,
+    }),
     databaseUrl: c.DATABASE_URL,
     projection: c.REPLAYABLE_PROJECTION,
     topics: Object.freeze(c.REPLAYABLE_TOPICS),
@@ -367,6 +433,103 @@ function crossChecks(c: Partial<z.output<typeof schema>>): { variable: string; m
   return problems;
 }
 
+type Parsed = z.output<typeof schema>;
+
+/** The rules between the security settings (no file is read here). */
+function securityChecks(c: Partial<Parsed>): SettingProblem[] {
+  const protocol = c.KAFKA_SECURITY_PROTOCOL;
+  if (protocol === undefined) return [];
+  const problems: SettingProblem[] = [];
+  const sasl = protocol.startsWith("SASL_");
+  const tls = protocol.endsWith("SSL");
+  const saslSettings = ["KAFKA_SASL_MECHANISM", "KAFKA_SASL_USERNAME", "KAFKA_SASL_PASSWORD"] as const;
+  const sslSettings = [
+    "KAFKA_SSL_CA_LOCATION",
+    "KAFKA_SSL_CERTIFICATE_LOCATION",
+    "KAFKA_SSL_KEY_LOCATION",
+    "KAFKA_SSL_KEY_PASSWORD",
+  ] as const;
+  const ignored = (variable: string, uses: string) =>
+    problems.push({
+      variable,
+      message: `is set but KAFKA_SECURITY_PROTOCOL=${protocol} does not use ${uses}; set KAFKA_SECURITY_PROTOCOL to ${uses === "SASL" ? "SASL_SSL or SASL_PLAINTEXT" : "SSL or SASL_SSL"}, or remove it`,
+    });
+  if (!sasl) for (const v of saslSettings) if (c[v] !== undefined) ignored(v, "SASL");
+  if (!tls) for (const v of sslSettings) if (c[v] !== undefined) ignored(v, "TLS");
+  const mechanism = c.KAFKA_SASL_MECHANISM;
+  if (sasl && mechanism === undefined) {
+    problems.push({
+      variable: "KAFKA_SASL_MECHANISM",
+      message: `is required with KAFKA_SECURITY_PROTOCOL=${protocol}: one of ${SASL_MECHANISMS.join(", ")}`,
+    });
+  }
+  if (sasl && mechanism !== undefined && mechanism !== "OAUTHBEARER") {
+    for (const v of ["KAFKA_SASL_USERNAME", "KAFKA_SASL_PASSWORD"] as const)
+      if (c[v] === undefined)
+        problems.push({
+          variable: v,
+          message: `is required with KAFKA_SASL_MECHANISM=${mechanism}${v === "KAFKA_SASL_PASSWORD" ? " (or KAFKA_SASL_PASSWORD_FILE)" : ""}`,
+        });
+  }
+  if (sasl && mechanism === "OAUTHBEARER") {
+    for (const v of ["KAFKA_SASL_USERNAME", "KAFKA_SASL_PASSWORD"] as const)
+      if (c[v] !== undefined)
+        problems.push({
+          variable: v,
+          message:
+            "is not used with KAFKA_SASL_MECHANISM=OAUTHBEARER (the token provider authenticates); remove it",
+        });
+  }
+  const pair = [
+    ["KAFKA_SSL_CERTIFICATE_LOCATION", "KAFKA_SSL_KEY_LOCATION"],
+    ["KAFKA_SSL_KEY_LOCATION", "KAFKA_SSL_CERTIFICATE_LOCATION"],
+  ] as const;
+  for (const [given, missing] of pair)
+    if (tls && c[given] !== undefined && c[missing] === undefined)
+      problems.push({
+        variable: missing,
+        message: `is required with ${given}: mutual TLS needs both the client certificate and its private key`,
+      });
+  if (tls && c.KAFKA_SSL_KEY_PASSWORD !== undefined && c.KAFKA_SSL_KEY_LOCATION === undefined)
+    problems.push({
+      variable: "KAFKA_SSL_KEY_PASSWORD",
+      message: "is set without KAFKA_SSL_KEY_LOCATION, the key it decrypts",
+    });
+  return problems;
+}
+
+/** The security settings as one object, with the TLS files read and checked (pemFiles.ts). */
+function securityOf(
+  c: Parsed,
+  oauthBearerProvider: OauthBearerProvider | undefined,
+): KafkaSecurity | { problems: readonly SettingProblem[] } {
+  const protocol = c.KAFKA_SECURITY_PROTOCOL;
+  const mechanism = c.KAFKA_SASL_MECHANISM;
+  const sasl =
+    protocol.startsWith("SASL_") && mechanism !== undefined
+      ? Object.freeze({ mechanism, username: c.KAFKA_SASL_USERNAME, password: c.KAFKA_SASL_PASSWORD })
+      : undefined;
+  if (!protocol.endsWith("SSL"))
+    return Object.freeze({ protocol, sasl, ssl: undefined, oauthBearerProvider });
+  const files = readPemFiles({
+    ca: c.KAFKA_SSL_CA_LOCATION,
+    certificate: c.KAFKA_SSL_CERTIFICATE_LOCATION,
+    key: c.KAFKA_SSL_KEY_LOCATION,
+    keyPassword: c.KAFKA_SSL_KEY_PASSWORD,
+  });
+  if (files.problems.length > 0) return { problems: files.problems };
+  const ssl = Object.freeze({
+    ca: files.ca,
+    certificate: files.certificate,
+    certificateSubject: files.certificateSubject,
+    key: files.key,
+    keyPassword: c.KAFKA_SSL_KEY_PASSWORD,
+    verifyCertificate: c.KAFKA_ENABLE_SSL_CERTIFICATE_VERIFICATION,
+    verifyHostname: c.KAFKA_SSL_ENDPOINT_IDENTIFICATION_ALGORITHM === "https",
+  });
+  return Object.freeze({ protocol, sasl, ssl, oauthBearerProvider });
+}
+
 /**
  * Hides the password of a connection URL, for logs and error messages.
  * @example redactUrl("postgres://u:secret@h/db") === "postgres://u:***@h/db"
@@ -375,6 +538,10 @@ export function redactUrl(url: string): string {
   return url.replace(/^([a-z]+:\/\/[^:/@]*):[^@]*@/i, "$1:***@");
 }
 
-function redact(variable: string, value: string): string {
-  return variable === "DATABASE_URL" ? redactUrl(value) : value;
+/** `=value` for a problem line: a URL without its password, nothing for another secret. */
+function redact(variable: string, value: string): string | undefined {
+  // Only a URL can be shown without its password; anything else might be the password itself.
+  if (variable === "DATABASE_URL")
+    return /^[a-z][a-z0-9+.-]*:\/\//i.test(value) ? `=${redactUrl(value)}` : undefined;
+  return SECRET_SETTINGS.includes(variable) ? undefined : `=${value}`;
 }

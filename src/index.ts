@@ -15,6 +15,13 @@ export type { Db } from "./db/pool.js";
 export type { OffsetString } from "./offsets.js";
 export { ERROR_CODES, PermanentRecordError, ReplayableError, type ErrorCode } from "./errors.js";
 export { loadConfig, type Config, type ConfigVariable } from "./config.js";
+export type {
+  KafkaSecurity,
+  OauthBearerProvider,
+  OauthBearerToken,
+  SaslMechanism,
+  SecurityProtocol,
+} from "./kafkaSecurity.js";
 export { migrate, type MigratingProjection } from "./db/migrate.js";
 export {
   ConsumerService,

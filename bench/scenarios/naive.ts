@@ -7,6 +7,7 @@
 import type { Logger } from "pino";
 import { createPool, drizzleOf } from "../../src/db/pool.js";
 import { valueDigest } from "../../src/engine/dedupeKeys.js";
+import { loadConfig } from "../../src/config.js";
 import { createKafka } from "../../src/kafka/client.js";
 import { toRecord } from "../../src/kafka/toRecord.js";
 import { decodeLedgerEvent } from "../../src/projections/ledger/events.js";
@@ -22,7 +23,12 @@ export async function runNaive(spec: ScenarioSpec, tally: Tally, log: Logger): P
     max: 10,
     applicationName: "replayable-bench-naive",
   });
-  const kafka = createKafka({ brokers: spec.brokers, clientId: "replayable-bench-naive", log });
+  const kafka = createKafka({
+    brokers: spec.brokers,
+    clientId: "replayable-bench-naive",
+    log,
+    security: loadConfig(process.env).kafka.security,
+  });
   const consumer = kafka.consumer({
     groupId: spec.group,
     sessionTimeout: 30_000,

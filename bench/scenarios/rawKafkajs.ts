@@ -3,13 +3,19 @@
  * (offsets auto-resolved and auto-committed), with the same fetch settings as the replayable member.
  */
 import type { Logger } from "pino";
+import { loadConfig } from "../../src/config.js";
 import { createKafka } from "../../src/kafka/client.js";
 import type { ScenarioSpec } from "../scenario.js";
 import type { Tally } from "../tally.js";
 
 /** Consumes until `tally` is done, then leaves the group. */
 export async function runRawKafkajs(spec: ScenarioSpec, tally: Tally, log: Logger): Promise<void> {
-  const kafka = createKafka({ brokers: spec.brokers, clientId: "replayable-bench-raw", log });
+  const kafka = createKafka({
+    brokers: spec.brokers,
+    clientId: "replayable-bench-raw",
+    log,
+    security: loadConfig(process.env).kafka.security,
+  });
   // The consumer options of src/kafka/kafkaFeed.ts, so only the handler differs.
   const consumer = kafka.consumer({
     groupId: spec.group,

@@ -109,7 +109,7 @@ port_open() {
 cluster_answers() {
   local i
   for i in $(seq 1 "$nodes"); do port_open "$(client_port "$i")" || return 1; done
-  KAFKA_BROKERS="$(brokers)" node "$here/wait-ready.mjs" "$1" "$nodes"
+  KAFKA_BROKERS="$(brokers)" KAFKA_SECURITY_PROTOCOL=PLAINTEXT node "$here/wait-ready.mjs" "$1" "$nodes"
 }
 
 voters() {
@@ -191,7 +191,7 @@ wait_port() {
 
 wait_cluster() {
   local deadline=$1
-  KAFKA_BROKERS="$(brokers)" node "$here/wait-ready.mjs" $((deadline - SECONDS > 5 ? deadline - SECONDS : 5)) "$nodes"
+  KAFKA_BROKERS="$(brokers)" KAFKA_SECURITY_PROTOCOL=PLAINTEXT node "$here/wait-ready.mjs" $((deadline - SECONDS > 5 ? deadline - SECONDS : 5)) "$nodes"
 }
 
 up() {

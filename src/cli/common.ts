@@ -8,7 +8,10 @@ import { parseConfigFile } from "../configFile/parseConfigFile.js";
 import { explainConnectionError } from "../db/connectionProblem.js";
 import { createPool } from "../db/pool.js";
 import { ReplayableError, classifyPgError, errorMessage } from "../errors.js";
+import { checkKafkaAccess } from "../kafka/accessCheck.js";
+import { KafkaAdmin } from "../kafka/admin.js";
 import { createKafka } from "../kafka/client.js";
+import { kafkaSecurityFailure, type FailureContext, type TopicOperation } from "../kafka/securityFailure.js";
 import { createLogger, type Logger } from "../logger.js";
 import { ProjectionRegistry, type RegisteredProjection } from "../projections/registry.js";
 import { scrubSecrets } from "../secrets.js";
@@ -217,9 +220,41 @@ export function cliLogger(config: Config, fallback = "warn"): Logger {
   return createLogger(level, { groupId: config.groupId });
 }
 
-/** A KafkaJS client for one-off commands. */
+/** What a command reads or changes in Kafka, for the access check and its messages. */
+export interface KafkaNeeds {
+  readonly groupId?: string | undefined;
+  /** `Read` to commit the group's offsets (replay/rebuild --execute), `Describe` to read them. */
+  readonly groupOperation?: "Read" | "Describe";
+  readonly topics?: readonly string[];
+  readonly topicOperations?: readonly TopicOperation[];
+}
+
+/** The context of the last Kafka connection a command made: {@link action} names ACLs with it. */
+let kafkaContext: FailureContext | undefined;
+
+/**
+ * Checks the connection and the ACLs `needs` names ({@link checkKafkaAccess}: a refused login, TLS
+ * handshake or ACL fails at once, exit 2), then connects the command's admin client.
+ */
+export async function cliAdmin(config: Config, log: Logger, needs: KafkaNeeds = {}): Promise<KafkaAdmin> {
+  const context: FailureContext = {
+    security: config.kafka.security,
+    brokers: config.kafka.brokers,
+    ...needs,
+  };
+  kafkaContext = context;
+  await checkKafkaAccess({ ...context, clientId: `${config.kafka.clientId}-cli`, log });
+  return KafkaAdmin.connect(cliKafka(config, log));
+}
+
+/** A KafkaJS client for one-off commands, with the configured TLS and SASL. */
 export function cliKafka(config: Config, log: Logger) {
-  return createKafka({ brokers: config.kafka.brokers, clientId: `${config.kafka.clientId}-cli`, log });
+  return createKafka({
+    brokers: config.kafka.brokers,
+    clientId: `${config.kafka.clientId}-cli`,
+    log,
+    security: config.kafka.security,
+  });
 }
 
 /** The `--output table|json` option the reporting commands share (any other value is a usage error). */
@@ -249,9 +284,31 @@ export function printError(message: string): void {
   process.stderr.write(`replayable: ${scrubSecrets(message)}\n`);
 }
 
+/** Error codes that a restart does not fix and the operator must act on: exit 2, like bad flags. */
+const EXIT_2_CODES: ReadonlySet<string> = new Set([
+  "CONFIG_INVALID",
+  "KAFKA_AUTHENTICATION",
+  "KAFKA_AUTHORIZATION",
+]);
+
+/** The exit code for `error`: 2 for a configuration, login, TLS or ACL problem, 1 otherwise. */
+export function exitCodeOf(error: unknown): number {
+  return error instanceof ReplayableError && EXIT_2_CODES.has(error.code) ? 2 : 1;
+}
+
+/**
+ * `error` as reported: a Kafka login, TLS or authorization failure anywhere in its cause chain
+ * becomes the error naming what to set or grant (securityFailure.ts), with `context` (the last
+ * connection's, by default) naming the group and topics.
+ */
+export function reportedError(error: unknown, context = kafkaContext): unknown {
+  if (error instanceof ReplayableError && EXIT_2_CODES.has(error.code)) return error;
+  return (context && kafkaSecurityFailure(error, context)) ?? error;
+}
+
 /**
  * Wraps a command action: a thrown error prints `replayable: <message>` on stderr (secrets
- * scrubbed) and exits 2 for a configuration error, 1 otherwise.
+ * scrubbed) and exits 2 for a configuration, Kafka login, TLS or ACL error, 1 otherwise.
  */
 export function action<A extends unknown[]>(
   fn: (...args: A) => Promise<void>,
@@ -260,8 +317,9 @@ export function action<A extends unknown[]>(
     try {
       await fn(...args);
     } catch (error) {
-      printError(errorMessage(error));
-      process.exitCode = error instanceof ReplayableError && error.code === "CONFIG_INVALID" ? 2 : 1;
+      const reported = reportedError(error);
+      printError(errorMessage(reported));
+      process.exitCode = exitCodeOf(reported);
     }
   };
 }

@@ -15,7 +15,13 @@ import {
   projectionFromDeclaration,
   type ProjectionDeclaration,
 } from "./projectionFromDeclaration.js";
-import { SETTING_VARIABLES, settingText, type SettingName } from "./settings.js";
+import type { OauthBearerProvider } from "../kafkaSecurity.js";
+import {
+  OAUTH_BEARER_PROVIDER_SETTING,
+  SETTING_VARIABLES,
+  settingText,
+  type SettingName,
+} from "./settings.js";
 
 /** A user projection's name: also part of its migrations table's name, which PostgreSQL limits to 63 bytes. */
 const PROJECTION_NAME = /^[a-z][a-z0-9_]{0,41}$/;
@@ -86,9 +92,15 @@ export function parseConfigFile(path: string, exported: unknown): ParsedConfigFi
     problems.push(`  ${label}: the default export must be defineConfig({ projections: [...], ... })`);
     return { path, settings, projections, problems };
   }
-  const known = [...Object.keys(SETTING_VARIABLES), "projections"];
+  const known = [...Object.keys(SETTING_VARIABLES), OAUTH_BEARER_PROVIDER_SETTING, "projections"];
+  let oauthBearerProvider: OauthBearerProvider | undefined;
   for (const [key, value] of Object.entries(exported)) {
     if (key === "projections") continue;
+    if (key === OAUTH_BEARER_PROVIDER_SETTING) {
+      if (typeof value === "function") oauthBearerProvider = value as OauthBearerProvider;
+      else problems.push(`  ${label}: ${key}: must be a function returning a Promise of { value: token }`);
+      continue;
+    }
     if (!(key in SETTING_VARIABLES)) {
       const suggestion = closest(key, known);
       problems.push(
@@ -129,7 +141,7 @@ export function parseConfigFile(path: string, exported: unknown): ParsedConfigFi
       if (first === undefined) projections.push(result.projection);
     } else for (const problem of result.problems) problems.push(`  ${where}: ${problem}`);
   }
-  return { path, settings, projections, problems };
+  return { path, settings: { ...settings, oauthBearerProvider }, projections, problems };
 }
 
 function projectionOf(

@@ -4,11 +4,22 @@
  * `kafkaBrokers`). The README's "Configuration" table lists them.
  */
 import type { ConfigVariable } from "../config.js";
+import type { OauthBearerProvider } from "../kafkaSecurity.js";
 
 /** Each config-file setting and the environment variable it stands for. */
 export const SETTING_VARIABLES = {
   kafkaBrokers: "KAFKA_BROKERS",
   kafkaClientId: "KAFKA_CLIENT_ID",
+  kafkaSecurityProtocol: "KAFKA_SECURITY_PROTOCOL",
+  kafkaSaslMechanism: "KAFKA_SASL_MECHANISM",
+  kafkaSaslUsername: "KAFKA_SASL_USERNAME",
+  kafkaSaslPassword: "KAFKA_SASL_PASSWORD",
+  kafkaSslCaLocation: "KAFKA_SSL_CA_LOCATION",
+  kafkaSslCertificateLocation: "KAFKA_SSL_CERTIFICATE_LOCATION",
+  kafkaSslKeyLocation: "KAFKA_SSL_KEY_LOCATION",
+  kafkaSslKeyPassword: "KAFKA_SSL_KEY_PASSWORD",
+  kafkaEnableSslCertificateVerification: "KAFKA_ENABLE_SSL_CERTIFICATE_VERIFICATION",
+  kafkaSslEndpointIdentificationAlgorithm: "KAFKA_SSL_ENDPOINT_IDENTIFICATION_ALGORITHM",
   databaseUrl: "DATABASE_URL",
   projection: "REPLAYABLE_PROJECTION",
   topics: "REPLAYABLE_TOPICS",
@@ -44,7 +55,16 @@ export type SettingName = keyof typeof SETTING_VARIABLES;
  */
 export type ConfigFileSettings = {
   readonly [K in SettingName]?: string | number | boolean | readonly string[];
+} & {
+  /**
+   * The OAUTHBEARER token provider, for KAFKA_SASL_MECHANISM=OAUTHBEARER (e.g. AWS MSK IAM through
+   * aws-msk-iam-sasl-signer-js, or a token from your identity provider); see docs/security.md.
+   */
+  readonly kafkaOauthBearerProvider?: OauthBearerProvider;
 };
+
+/** The config-file setting that holds a function, not a value of a variable. */
+export const OAUTH_BEARER_PROVIDER_SETTING = "kafkaOauthBearerProvider";
 
 /**
  * The value of a setting as its environment variable would hold it: arrays joined with commas.

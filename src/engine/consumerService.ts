@@ -14,6 +14,7 @@ import { ReplayableError, errorMessage } from "../errors.js";
 import type { CommitResult } from "../feed.js";
 import { KafkaAdmin } from "../kafka/admin.js";
 import { createKafka } from "../kafka/client.js";
+import type { OauthBearerProvider } from "../kafkaSecurity.js";
 import { DeadLetterPublisher } from "../kafka/deadLetterPublisher.js";
 import { KafkaFeed } from "../kafka/kafkaFeed.js";
 import { withBindings } from "../logger.js";
@@ -51,6 +52,11 @@ export interface ConsumerServiceOptions {
   readonly onBatchCommitted?: (event: BatchCommitted) => void;
   /** Called on every group join (rebalance) with this member's assignment: topic → partitions. */
   readonly onAssignment?: (assignment: Assignment) => void;
+  /**
+   * The OAUTHBEARER token provider, for KAFKA_SASL_MECHANISM=OAUTHBEARER: called on every
+   * (re)authentication; overrides the config file's `kafkaOauthBearerProvider` (docs/security.md).
+   */
+  readonly oauthBearerProvider?: OauthBearerProvider;
 }
 
 /** What {@link ConsumerServiceOptions.onBatchCommitted} reports about one transaction. */
@@ -133,7 +139,13 @@ export class ConsumerService {
       onLockedOut: (error) => this.fail(error),
       log,
     });
-    const kafka = createKafka({ brokers: config.kafka.brokers, clientId: config.kafka.clientId, log });
+    const kafka = createKafka({
+      brokers: config.kafka.brokers,
+      clientId: config.kafka.clientId,
+      log,
+      security: config.kafka.security,
+      oauthBearerProvider: options.oauthBearerProvider,
+    });
     this.connectAdmin = () => KafkaAdmin.connect(kafka);
     if (config.dlqTopic !== undefined) this.dlq = new DeadLetterPublisher(kafka, config.dlqTopic);
     this.lagMonitor = new LagMonitor({

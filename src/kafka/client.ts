@@ -2,6 +2,8 @@
 import { createRequire } from "node:module";
 import { Kafka, logLevel, type LogEntry } from "kafkajs";
 import type { Logger } from "pino";
+import type { KafkaSecurity, OauthBearerProvider } from "../kafkaSecurity.js";
+import { kafkaJsSecurity } from "./security.js";
 
 /**
  * The Kafka error types the group coordinator answers while a group rebalances (Kafka protocol
@@ -48,6 +50,12 @@ export interface KafkaClientOptions {
   readonly log: Logger;
   /** Connection timeout in ms; default 3000. */
   readonly connectionTimeoutMs?: number;
+  /** TLS and SASL (the config's `kafka.security`); default PLAINTEXT. */
+  readonly security?: KafkaSecurity;
+  /** OAUTHBEARER token provider, overriding the security's own (a library user's). */
+  readonly oauthBearerProvider?: OauthBearerProvider;
+  /** Retries of a failed request or connection (KafkaJS `retry.retries`); default KafkaJS's 5. */
+  readonly retries?: number;
 }
 
 /**
@@ -55,14 +63,28 @@ export interface KafkaClientOptions {
  * namespace and context (broker, groupId, topic...) kept. KafkaJS's own level follows `log.level`
  * (debug and trace turn its debug lines on), so LOG_LEVEL governs both. A rebalance response
  * ({@link isRebalanceResponse}) that KafkaJS logs at error level goes to debug: an ordinary
- * rebalance logs no error-level line.
+ * rebalance logs no error-level line. TLS and SASL come from `security` ({@link kafkaJsSecurity});
+ * with certificate verification turned off, a warning is logged for every client created.
+ * @throws ReplayableError CONFIG_INVALID when OAUTHBEARER has no token provider.
  */
 export function createKafka(options: KafkaClientOptions): Kafka {
   const kafkaLog = options.log.child({ component: "kafkajs" });
   const bound = kafkaLog.bindings();
+  const { ssl, sasl } = options.security
+    ? kafkaJsSecurity(options.security, options.oauthBearerProvider)
+    : { ssl: undefined, sasl: undefined };
+  if (options.security?.ssl?.verifyCertificate === false) {
+    options.log.warn(
+      { setting: "KAFKA_ENABLE_SSL_CERTIFICATE_VERIFICATION" },
+      "TLS certificate verification is OFF: the Kafka connection is encrypted but anyone in the path can impersonate the broker; set KAFKA_ENABLE_SSL_CERTIFICATE_VERIFICATION=true and KAFKA_SSL_CA_LOCATION",
+    );
+  }
   return new Kafka({
     clientId: options.clientId,
     brokers: [...options.brokers],
+    ...(ssl === undefined ? {} : { ssl }),
+    ...(sasl === undefined ? {} : { sasl }),
+    ...(options.retries === undefined ? {} : { retry: { retries: options.retries } }),
     connectionTimeout: options.connectionTimeoutMs ?? 3000,
     logLevel: kafkaLogLevel(options.log.level),
     logCreator:

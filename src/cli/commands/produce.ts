@@ -1,12 +1,12 @@
 /** `replayable produce <stream>`: send a demo stream to a topic (creating it if missing). */
 import { Command } from "commander";
 import { createKafka } from "../../kafka/client.js";
-import { KafkaAdmin } from "../../kafka/admin.js";
 import { produceRecords } from "../../kafka/producer.js";
 import { readGithubEventFile } from "../../projections/github/eventFile.js";
 import { githubStream } from "../../projections/github/stream.js";
 import { generateLedgerStream } from "../../projections/ledger/generate.js";
 import {
+  cliAdmin,
   action,
   cliLogger,
   configFrom,
@@ -63,8 +63,9 @@ export function produceCommand(): Command {
             brokers: config.kafka.brokers,
             clientId: `${config.kafka.clientId}-produce`,
             log,
+            security: config.kafka.security,
           });
-          const admin = await KafkaAdmin.connect(kafka);
+          const admin = await cliAdmin(config, log, { topics: [flags.topic], topicOperations: ["Write"] });
           try {
             await admin.createTopic(flags.topic, intFlag("--partitions", flags.partitions, 1, 10_000, 3));
           } finally {
@@ -112,8 +113,9 @@ export function produceCommand(): Command {
             brokers: config.kafka.brokers,
             clientId: `${config.kafka.clientId}-produce`,
             log,
+            security: config.kafka.security,
           });
-          const admin = await KafkaAdmin.connect(kafka);
+          const admin = await cliAdmin(config, log, { topics: [flags.topic], topicOperations: ["Write"] });
           try {
             await admin.createTopic(flags.topic, partitions);
           } finally {

@@ -6,12 +6,11 @@
 import { Command } from "commander";
 import { createPool } from "../../db/pool.js";
 import { checkDatabase } from "../../db/startupCheck.js";
-import { KafkaAdmin } from "../../kafka/admin.js";
 import { prune, type PruneResult } from "../../replay/prune.js";
 import {
   action,
   outputOption,
-  cliKafka,
+  cliAdmin,
   cliLogger,
   configFrom,
   intFlag,
@@ -67,7 +66,12 @@ export function pruneCommand(): Command {
         const waitMs = intFlag("--wait-ms", flags.waitMs, 0, 86_400_000, DEFAULT_WAIT_MS);
         const log = cliLogger(config);
         await checkDatabase(config.databaseUrl, flags.execute === true ? ["prune"] : []);
-        const admin = await KafkaAdmin.connect(cliKafka(config, log));
+        const admin = await cliAdmin(config, log, {
+          groupId: config.groupId,
+          groupOperation: "Describe",
+          topics: config.topics,
+          topicOperations: ["Describe"],
+        });
         const pool = createPool({ connectionString: config.databaseUrl, max: 1 });
         try {
           const result = await prune({

@@ -6,12 +6,11 @@
 import { Command } from "commander";
 import { createPool } from "../../db/pool.js";
 import { checkDatabase } from "../../db/startupCheck.js";
-import { KafkaAdmin } from "../../kafka/admin.js";
 import { rebuild, type RebuildOutcome } from "../../replay/rebuild.js";
 import {
   action,
   outputOption,
-  cliKafka,
+  cliAdmin,
   cliLogger,
   configFrom,
   printJson,
@@ -62,7 +61,12 @@ export function rebuildCommand(): Command {
         const projection = setup.projection();
         const log = cliLogger(config);
         await checkDatabase(config.databaseUrl, flags.execute === true ? ["rebuild"] : [], projection.tables);
-        const admin = await KafkaAdmin.connect(cliKafka(config, log));
+        const admin = await cliAdmin(config, log, {
+          groupId: config.groupId,
+          groupOperation: flags.execute === true ? "Read" : "Describe",
+          topics: config.topics,
+          topicOperations: [flags.execute === true ? "Read" : "Describe", "DescribeConfigs"],
+        });
         const pool = createPool({ connectionString: config.databaseUrl, max: 2 });
         try {
           const outcome = await rebuild({

@@ -7,7 +7,6 @@ import { Command } from "commander";
 import { createPool } from "../../db/pool.js";
 import { checkDatabase } from "../../db/startupCheck.js";
 import { ReplayableError } from "../../errors.js";
-import { KafkaAdmin } from "../../kafka/admin.js";
 import type { PartitionPlan } from "../../replay/planReset.js";
 import { replay, type ReplayOutcome, type ReplayPlan } from "../../replay/replay.js";
 import { parseResetSpec, type ResetFlags } from "../../replay/resetSpec.js";
@@ -15,7 +14,7 @@ import { parseTopicArgs } from "../../replay/topicPartitions.js";
 import {
   action,
   outputOption,
-  cliKafka,
+  cliAdmin,
   cliLogger,
   configFrom,
   printJson,
@@ -81,7 +80,12 @@ export function replayCommand(): Command {
         const projection = setup.projection(flags.group).name;
         const log = cliLogger(config);
         await checkDatabase(config.databaseUrl, []);
-        const admin = await KafkaAdmin.connect(cliKafka(config, log));
+        const admin = await cliAdmin(config, log, {
+          groupId: flags.group,
+          groupOperation: flags.execute === true ? "Read" : "Describe",
+          topics: scope.topics?.map((t) => t.topic) ?? [],
+          topicOperations: [flags.execute === true ? "Read" : "Describe"],
+        });
         const pool = createPool({ connectionString: config.databaseUrl, max: 2 });
         try {
           const outcome = await replay({

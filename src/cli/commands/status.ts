@@ -2,7 +2,6 @@
 import { Command } from "commander";
 import { createPool } from "../../db/pool.js";
 import { checkDatabase } from "../../db/startupCheck.js";
-import { KafkaAdmin } from "../../kafka/admin.js";
 import { committedOffsetOrNone, compareOffsets, offsetDistance } from "../../offsets.js";
 import { missingTopicsError, topicsNotOnCluster } from "../../replay/missingTopics.js";
 import { resolveProjectionTopics } from "../../replay/projectionTopics.js";
@@ -10,7 +9,7 @@ import { readCheckpoints } from "../../sql/readCheckpoints.js";
 import {
   action,
   outputOption,
-  cliKafka,
+  cliAdmin,
   cliLogger,
   configFrom,
   printJson,
@@ -98,7 +97,12 @@ export function statusCommand(): Command {
         const projection = setup.projection(flags.group);
         const log = cliLogger(config);
         await checkDatabase(config.databaseUrl, []);
-        const admin = await KafkaAdmin.connect(cliKafka(config, log));
+        const admin = await cliAdmin(config, log, {
+          groupId: config.groupId,
+          groupOperation: "Describe",
+          topics: config.topics,
+          topicOperations: ["Describe"],
+        });
         const pool = createPool({ connectionString: config.databaseUrl, max: 1 });
         try {
           const resolved = await resolveProjectionTopics(

@@ -1,0 +1,147 @@
+/**
+ * The start-up check of the Kafka connection and ACLs, before a member joins its group or a
+ * command changes anything: one connection without retries (a refused login or TLS handshake is
+ * reported at once, never retried), then a metadata request per topic and an OffsetFetch of the
+ * group. A failure that no retry fixes becomes an error naming what to set or which ACL to grant
+ * ({@link kafkaSecurityFailure}); anything else (no broker answers yet) is left to the command's
+ * own retries.
+ */
+import { connect as tlsConnect } from "node:tls";
+import kafkajs from "kafkajs";
+import type { Logger } from "pino";
+import { ReplayableError } from "../errors.js";
+import type { OauthBearerProvider } from "../kafkaSecurity.js";
+import { createKafka } from "./client.js";
+import {
+  kafkaSecurityFailure,
+  plaintextListener,
+  tlsListener,
+  type FailureContext,
+} from "./securityFailure.js";
+
+/** What {@link checkKafkaAccess} checks, and the operations the command needs (for the messages). */
+export interface AccessCheck extends FailureContext {
+  readonly clientId: string;
+  readonly log: Logger;
+  readonly oauthBearerProvider?: OauthBearerProvider | undefined;
+  /** A topic the command writes to (the DLQ topic), checked for Describe; Write is named. */
+  readonly writeTopic?: string | undefined;
+}
+
+/** How long the TLS probe of a listener waits, ms. */
+const PROBE_TIMEOUT_MS = 3000;
+
+/**
+ * Connects once and reads what the command will read.
+ * @throws ReplayableError KAFKA_AUTHENTICATION (login, TLS) or KAFKA_AUTHORIZATION (an ACL), or
+ *   CONFIG_INVALID when OAUTHBEARER has no token provider.
+ */
+export async function checkKafkaAccess(check: AccessCheck): Promise<void> {
+  const kafka = createKafka({
+    brokers: check.brokers,
+    clientId: check.clientId,
+    log: check.log.child({}, { level: "silent" }),
+    security: check.security,
+    oauthBearerProvider: check.oauthBearerProvider,
+    retries: 0,
+  });
+  const admin = kafka.admin();
+  try {
+    await admin.connect();
+  } catch (error) {
+    await admin.disconnect().catch(() => undefined);
+    const failure = await connectFailure(error, check);
+    if (failure !== undefined) throw failure;
+    check.log.debug({ err: error }, "Kafka access check could not connect; the command goes on");
+    return;
+  }
+  try {
+    for (const topic of check.topics ?? []) await topicAccess(admin, topic, check);
+    if (check.writeTopic !== undefined)
+      await topicAccess(admin, check.writeTopic, { ...check, topicOperations: ["Write"] });
+    if (check.topicOperations?.includes("DescribeConfigs") === true && (check.topics?.length ?? 0) > 0)
+      await describeConfigs(admin, check);
+    if (check.groupId !== undefined) {
+      await admin
+        .fetchOffsets({ groupId: check.groupId, topics: [...(check.topics ?? [])] })
+        .catch(fail(check));
+    }
+  } catch (error) {
+    if (error instanceof ReplayableError) throw error;
+    check.log.debug({ err: error }, "Kafka access check incomplete; the command goes on");
+  } finally {
+    await admin.disconnect().catch(() => undefined);
+  }
+}
+
+// A CommonJS export Node's named-export detection misses: read it from the module object.
+const { ConfigResourceTypes } = kafkajs;
+
+type Admin = ReturnType<ReturnType<typeof createKafka>["admin"]>;
+
+async function topicAccess(admin: Admin, topic: string, check: FailureContext): Promise<void> {
+  await admin.fetchTopicMetadata({ topics: [topic] }).catch(fail({ ...check, topics: [topic] }));
+}
+
+async function describeConfigs(admin: Admin, check: FailureContext): Promise<void> {
+  const resources = (check.topics ?? []).map((name) => ({ type: ConfigResourceTypes.TOPIC, name }));
+  await admin.describeConfigs({ includeSynonyms: false, resources }).catch(fail(check));
+}
+
+/** Rethrows `error` as the security failure it is, else as it is. */
+function fail(context: FailureContext): (error: unknown) => never {
+  return (error: unknown) => {
+    throw kafkaSecurityFailure(error, context) ?? error;
+  };
+}
+
+/**
+ * The error for a failed connect: a security failure, or (for a closed connection or a reset
+ * during the handshake) a listener speaking TLS or not, against what is configured. Undefined
+ * when the broker is just not there.
+ */
+async function connectFailure(error: unknown, check: AccessCheck): Promise<ReplayableError | undefined> {
+  const known = kafkaSecurityFailure(error, check);
+  if (known !== undefined) return known;
+  const first = check.brokers[0];
+  if (first === undefined) return undefined;
+  const tls = await speaksTls(first);
+  const configuredTls = check.security.ssl !== undefined;
+  if (tls === true && !configuredTls)
+    return new ReplayableError("KAFKA_AUTHENTICATION", tlsListener(check), { cause: error });
+  if (tls === false && configuredTls)
+    return new ReplayableError("KAFKA_AUTHENTICATION", plaintextListener(check), { cause: error });
+  return undefined;
+}
+
+/**
+ * True when `broker` completes a TLS handshake (certificate not verified: only the protocol is
+ * probed), false when it answers the handshake with a reset or garbage, undefined when it cannot
+ * be reached.
+ */
+export function speaksTls(broker: string): Promise<boolean | undefined> {
+  const colon = broker.lastIndexOf(":");
+  const host = broker.slice(0, colon);
+  const port = Number(broker.slice(colon + 1));
+  return new Promise((resolve) => {
+    let connected = false;
+    const socket = tlsConnect({ host, port, rejectUnauthorized: false });
+    const done = (result: boolean | undefined) => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(result);
+    };
+    const timer = setTimeout(() => done(connected ? false : undefined), PROBE_TIMEOUT_MS);
+    socket.on("connect", () => (connected = true));
+    socket.once("secureConnect", () => done(true));
+    socket.once("error", (e: NodeJS.ErrnoException) =>
+      done(
+        e.code === "ECONNREFUSED" || e.code === "ENOTFOUND" || e.code === "EHOSTUNREACH"
+          ? undefined
+          : connected
+            ? false
+            : undefined,
+      ),
+    );
+  });
+}
