@@ -1,4 +1,4 @@
-/** Exponential back-off with full jitter ("Exponential Backoff And Jitter", AWS Architecture Blog, 2015). */
+/** Exponential back-off with "equal jitter" ("Exponential Backoff And Jitter", AWS Architecture Blog, 2015): half the delay fixed, half random. */
 
 /**
  * The delay before retry number `attempt` (0-based), in ms: a random value in

@@ -90,8 +90,10 @@ fetch_jars() {
   if [ -f "$jars/.complete" ]; then return; fi
   log "fetching Kafka $version jars from Maven Central into $jars"
   mkdir -p "$jars"
-  mvn -q -B -f "$here/pom.xml" dependency:copy-dependencies \
-    -DincludeScope=runtime -DoutputDirectory="$jars"
+  # Maven's output goes to stderr: `kafka.sh jars` prints only the folder (callers capture it),
+  # and -Dstyle.color=never keeps colour codes out of it.
+  mvn -q -B -Dstyle.color=never -f "$here/pom.xml" dependency:copy-dependencies \
+    -DincludeScope=runtime -DoutputDirectory="$jars" >&2
   ls "$jars"/kafka_2.13-"$version".jar >/dev/null
   touch "$jars/.complete"
 }

@@ -14,6 +14,10 @@
 #                                                 User:CN=NAME), valid DAYS days (default 2; 0: expired a
 #                                                 second after it is made); prints the certificate's path,
 #                                                 the key is beside it (NAME.key)
+#   scripts/kafka/secure-kafka.sh grant PRINCIPAL OPERATION topic|group|cluster NAME
+#                                                 allow PRINCIPAL (e.g. User:CN=carol) OPERATION (Read,
+#                                                 Describe, Write, ...) on one resource, as admin
+#                                                 (grant-acl.mjs; Kafka's kafka-acls is not in the jars)
 #   scripts/kafka/secure-kafka.sh dir             print the data directory
 #
 # Listeners, all on 127.0.0.1; no client listener is plaintext:
@@ -197,6 +201,11 @@ case "${1:-}" in
     sign "$2" "${3:-2}" "extendedKeyUsage=clientAuth"
     echo "$tls/$2.pem"
     ;;
+  grant)
+    shift
+    KAFKA_BROKERS=127.0.0.1:$sasl_port KAFKA_SSL_CA_LOCATION=$tls/ca.pem \
+      KAFKA_SASL_PASSWORD_FILE=$data/users/admin.password node "$here/grant-acl.mjs" "$@"
+    ;;
   dir) echo "$data" ;;
-  *) echo "usage: $0 up|down|stop|status|client-cert NAME [DAYS]|dir" >&2; exit 2 ;;
+  *) echo "usage: $0 up|down|stop|status|client-cert NAME [DAYS]|grant PRINCIPAL OPERATION topic|group|cluster NAME|dir" >&2; exit 2 ;;
 esac

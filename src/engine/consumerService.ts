@@ -280,7 +280,16 @@ export class ConsumerService {
           readiness: () => this.readiness(),
           webConfigFile: config.metrics.webConfigFile,
         });
-        log.info({ host: config.metrics.host, port: this.http.port }, "serving /metrics, /healthz, /readyz");
+        const { scheme, basicAuth, port } = this.http;
+        log.info(
+          { host: config.metrics.host, port, scheme, basicAuth },
+          "serving /metrics, /healthz, /readyz",
+        );
+        if (basicAuth && scheme === "http")
+          log.warn(
+            { setting: "REPLAYABLE_METRICS_WEB_CONFIG_FILE" },
+            "basic_auth_users without tls_server_config: the passwords cross the network in clear text; add tls_server_config",
+          );
       }
       // Counted before the first batch, so the gauge starts exact (see EventIdGauge).
       await this.eventIdGauge.start();

@@ -39,7 +39,7 @@ export type RetryDecision =
 
 /**
  * Decides after the `attempt`-th consecutive failure (1-based) of a partition's transaction. The
- * delay is exponential in `attempt` with full jitter ({@link backoffDelayMs}).
+ * delay is exponential in `attempt` with equal jitter ({@link backoffDelayMs}, src/backoff.ts).
  * @param random for tests: a source of [0, 1) values.
  */
 export function decide(

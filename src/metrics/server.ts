@@ -44,6 +44,8 @@ export interface HttpServer {
   readonly port: number;
   /** `https` when the web configuration has `tls_server_config`. */
   readonly scheme: "http" | "https";
+  /** True when the web configuration has `basic_auth_users`. */
+  readonly basicAuth: boolean;
   close(): Promise<void>;
 }
 
@@ -68,6 +70,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
   return {
     port: (server.address() as AddressInfo).port,
     scheme: web?.tls === undefined ? "http" : "https",
+    basicAuth: (web?.users.size ?? 0) > 0,
     close() {
       closed ??= new Promise<void>((resolve) => {
         server.closeAllConnections();
