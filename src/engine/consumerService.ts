@@ -13,7 +13,9 @@ import { createPool } from "../db/pool.js";
 import { ReplayableError, errorMessage } from "../errors.js";
 import type { CommitResult } from "../feed.js";
 import { KafkaAdmin } from "../kafka/admin.js";
+import { checkKafkaAccess } from "../kafka/accessCheck.js";
 import { createKafka } from "../kafka/client.js";
+import type { FailureContext } from "../kafka/securityFailure.js";
 import type { OauthBearerProvider } from "../kafkaSecurity.js";
 import { DeadLetterPublisher } from "../kafka/deadLetterPublisher.js";
 import { KafkaFeed } from "../kafka/kafkaFeed.js";
@@ -249,6 +251,22 @@ export class ConsumerService {
       events.on("batchCommitted", (event) => onBatchCommitted(batchCommitted(event)));
   }
 
+  /**
+   * What this member needs of Kafka (its group and topics, Read on both), as the start-up check and
+   * `reportedError` (src/cli/common.ts) name it in KAFKA_AUTHENTICATION / KAFKA_AUTHORIZATION errors.
+   */
+  get kafkaAccess(): FailureContext {
+    const { config } = this.options;
+    return {
+      security: config.kafka.security,
+      brokers: config.kafka.brokers,
+      groupId: config.groupId,
+      groupOperation: "Read",
+      topics: this.topics,
+      topicOperations: ["Read"],
+    };
+  }
+
   /** The port /metrics listens on (after start), useful when the configured port is 0. */
   get httpPort(): number | undefined {
     return this.http?.port;
@@ -257,6 +275,9 @@ export class ConsumerService {
   /**
    * Takes the projection's shared advisory lock (refused while a rebuild holds it), starts the
    * HTTP server, connects the DLQ producer (when configured) and joins the consumer group.
+   * First checks the Kafka login, TLS and the member's ACLs (docs/security.md), so a refusal fails
+   * here instead of looping in the consumer's restarts.
+   * @throws ReplayableError KAFKA_AUTHENTICATION or KAFKA_AUTHORIZATION (src/kafka/accessCheck.ts).
    * @throws ReplayableError PROJECTION_LOCKED when a rebuild of the projection is running.
    * @throws ReplayableError CONFIG_INVALID when a topic or the DLQ topic does not exist, or the
    *   DLQ topic is one of the consumed topics.
@@ -271,6 +292,13 @@ export class ConsumerService {
           `invalid configuration:\n  REPLAYABLE_DLQ_TOPIC=${config.dlqTopic}: must not be one of the consumed topics (${this.topics.join(", ")}): the consumer would read its own dead letters`,
         );
       }
+      await checkKafkaAccess({
+        ...this.kafkaAccess,
+        clientId: config.kafka.clientId,
+        log,
+        oauthBearerProvider: this.options.oauthBearerProvider,
+        writeTopic: config.dlqTopic,
+      });
       await this.lock.take();
       if (this.options.http !== false) {
         this.http = await startHttpServer({
@@ -282,7 +310,7 @@ export class ConsumerService {
         });
         const { scheme, basicAuth, port } = this.http;
         log.info(
-          { host: config.metrics.host, port, scheme, basicAuth },
+          { host: config.metrics.host, scheme, basicAuth, port },
           "serving /metrics, /healthz, /readyz",
         );
         if (basicAuth && scheme === "http")

@@ -98,8 +98,8 @@ export function startCli(
       return waitFor(
         "the metrics server to listen",
         () => {
-          const m = /"port":(\d+),"msg":"serving \/metrics/.exec(err);
-          return m ? Number(m[1]) : undefined;
+          const line = err.split("\n").find((l) => l.includes('"msg":"serving /metrics'));
+          return line === undefined ? undefined : (JSON.parse(line) as { port: number }).port;
         },
         timeoutMs,
         50,

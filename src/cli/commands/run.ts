@@ -1,13 +1,11 @@
 /** `replayable run`: run one member of a projection's consumer group until a signal stops it. */
 import { Command } from "commander";
-import { redactUrl, type Config } from "../../config.js";
+import { redactUrl } from "../../config.js";
 import { ReplayableError, classifyPgError, errorMessage } from "../../errors.js";
 import { ConsumerService } from "../../engine/consumerService.js";
 import { checkDatabase } from "../../db/startupCheck.js";
 import { loadWebConfig } from "../../metrics/webConfig.js";
-import { createLogger, type Logger } from "../../logger.js";
-import { checkKafkaAccess } from "../../kafka/accessCheck.js";
-import type { FailureContext } from "../../kafka/securityFailure.js";
+import { createLogger } from "../../logger.js";
 import {
   action,
   configFrom,
@@ -90,8 +88,8 @@ export function runCommand(): Command {
         await checkDatabase(config.databaseUrl, ["apply"], projection.tables).catch((error: unknown) => {
           throw unreachable(error);
         });
-        const kafka = await checkMemberAccess(config, projection.defaultTopics, log);
         const service = new ConsumerService({ config, projection, log });
+        const kafka = service.kafkaAccess;
         const removeHandlers = onShutdownSignals(() => service.stop(), config.shutdownTimeoutMs, log);
         try {
           await service.start();
@@ -108,27 +106,4 @@ export function runCommand(): Command {
         }
       }),
     );
-}
-
-/**
- * Checks the Kafka login, TLS and the member's ACLs (Read on its topics and group, Write on the DLQ
- * topic) before it joins: a refusal fails here, never as a retry loop.
- * @returns the context that names the member's group and topics in later errors.
- * @throws ReplayableError KAFKA_AUTHENTICATION or KAFKA_AUTHORIZATION.
- */
-async function checkMemberAccess(
-  config: Config,
-  defaultTopics: readonly string[],
-  log: Logger,
-): Promise<FailureContext> {
-  const kafka: FailureContext = {
-    security: config.kafka.security,
-    brokers: config.kafka.brokers,
-    groupId: config.groupId,
-    groupOperation: "Read",
-    topics: config.topics.length > 0 ? config.topics : defaultTopics,
-    topicOperations: ["Read"],
-  };
-  await checkKafkaAccess({ ...kafka, clientId: config.kafka.clientId, log, writeTopic: config.dlqTopic });
-  return kafka;
 }
