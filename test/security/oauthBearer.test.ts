@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { loadConfig } from "../../src/config.js";
 import { ConsumerService } from "../../src/engine/consumerService.js";
+import { ReplayableError } from "../../src/errors.js";
 import { produceRecords } from "../../src/kafka/producer.js";
 import { createLogger } from "../../src/logger.js";
 import { ledgerProjection } from "../../src/projections/ledger/ledgerProjection.js";
@@ -101,5 +102,37 @@ describe("OAUTHBEARER", () => {
     await waitForCaughtUp(admin, group, topic);
     expect(await ledgerChecksumOf(db.pool)).toBe(stream.checksum);
     expect(tokens).toBeGreaterThan(0);
+  });
+
+  it("a library user's member whose principal may not Read its group fails at start with the ACL named, instead of looping", async () => {
+    const admin = await secureAdmin();
+    const db = await createTestDatabase();
+    onTestFinished(() => db.drop());
+    const sub = uniqueName("oauth-noacl");
+    const topic = uniqueName("oauth-noacl");
+    const group = uniqueName("g");
+    await admin.createTopic(topic, 1);
+    await grant(`User:${sub}`, [{ resource: "topic", name: topic, operations: ["READ"] }]);
+    const service = new ConsumerService({
+      config: loadConfig({
+        ...env,
+        KAFKA_SSL_CA_LOCATION: caPath(),
+        DATABASE_URL: db.url,
+        REPLAYABLE_TOPICS: topic,
+        REPLAYABLE_GROUP_ID: group,
+      }),
+      projection: ledgerProjection,
+      log: createLogger("silent"),
+      http: false,
+      oauthBearerProvider: () => Promise.resolve({ value: unsecuredToken(sub) }),
+    });
+    onTestFinished(() => service.stop());
+    const refused = await service.start().then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(refused).toBeInstanceOf(ReplayableError);
+    expect((refused as ReplayableError).code).toBe("KAFKA_AUTHORIZATION");
+    expect((refused as Error).message).toContain(`Read on group '${group}'`);
   });
 });
