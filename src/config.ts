@@ -535,7 +535,9 @@ function securityOf(
  * @example redactUrl("postgres://u:secret@h/db") === "postgres://u:***@h/db"
  */
 export function redactUrl(url: string): string {
-  return url.replace(/^([a-z]+:\/\/[^:/@]*):[^@]*@/i, "$1:***@");
+  return url
+    .replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/?#@]*):[^/?#]*@/i, "$1:***@")
+    .replace(/([?&](?:ssl)?password=)[^&#]*/gi, "$1***");
 }
 
 /** `=value` for a problem line: a URL without its password, nothing for another secret. */

@@ -1,11 +1,11 @@
 /** Structured JSON logs (pino) on stderr, so a command's own output on stdout stays clean. */
 import { pino, stdSerializers, type DestinationStream, type Logger } from "pino";
-import { scrubSecrets } from "./secrets.js";
+import { scrubLogLine } from "./secrets.js";
 
 /**
  * Creates the process logger: one JSON object per line on stderr, `level` and above.
  * Secrets never reach stderr: fields named like passwords, SASL settings or connection URLs are
- * censored, and every line then passes through {@link scrubSecrets} (URL passwords and the
+ * censored, and every line then passes through {@link scrubLogLine} (URL passwords and the
  * registered secrets become `***`), which also covers error messages and KafkaJS's own lines.
  * Errors under `err` are compact ({@link errSerializer}).
  * @param level pino level: fatal, error, warn, info, debug, trace or silent (`LOG_LEVEL`).
@@ -43,7 +43,7 @@ export function createLogger(
 
 /** A pino destination that scrubs secrets from each serialized line before writing it (synchronously). */
 function scrubbingDestination(inner: DestinationStream): DestinationStream {
-  return { write: (line: string) => inner.write(scrubSecrets(line)) };
+  return { write: (line: string) => inner.write(scrubLogLine(line)) };
 }
 
 /**

@@ -11,11 +11,27 @@ const secrets = new Set<string>();
 /** {@link secrets}, longest first, so a secret containing another is hidden whole. */
 let longestFirst: string[] = [];
 
-/** Environment variables whose value is a secret even without being named in the config. */
-const SECRET_VARIABLE = /(^PGPASSWORD$|_PASSWORD$|_SECRET$)/;
+/**
+ * Environment variables whose value is a secret of this process: libpq's PGPASSWORD and the
+ * settings that hold one (src/secretFiles.ts registers their NAME_FILE forms). Another program's
+ * `APP_SECRET=0` or `POSTGRES_PASSWORD=postgres` is not ours to hide: hiding it would garble every
+ * line that holds a 0 or the word postgres.
+ */
+const SECRET_VARIABLES: ReadonlySet<string> = new Set([
+  "PGPASSWORD",
+  "KAFKA_SASL_PASSWORD",
+  "KAFKA_SSL_KEY_PASSWORD",
+]);
 
-/** Userinfo with a password in any URL: `scheme://user:password@`. */
-const URL_PASSWORD = /\b([a-z][a-z0-9+.-]*:\/\/[^\s:/?#@"']*):([^\s@/"']*)@/gi;
+/**
+ * Userinfo with a password in any URL: `scheme://user:password@`. The password runs to the last
+ * `@` before the host (WHATWG URL's authority ends at `/`, `?` or `#`), so an unencoded `@` in it
+ * does not leave its tail shown.
+ */
+const URL_PASSWORD = /\b([a-z][a-z0-9+.-]*:\/\/[^\s:/?#@"']*):([^\s/?#"']*)@/gi;
+
+/** libpq's `password` and `sslpassword` parameters in a URL's query, as written (percent-encoded). */
+const QUERY_PASSWORD = /([?&](?:ssl)?password=)[^&#\s"']*/gi;
 
 /**
  * Registers `value` (if non-empty) as a secret for {@link scrubSecrets}, with its
@@ -39,24 +55,38 @@ export function registerSecret(value: string | undefined): void {
 
 /**
  * Registers the password of a connection URL (`postgres://user:password@host/db`), if any, and
- * its `password` and `sslpassword` (libpq's key passphrase) query parameters.
- * Unparsable URLs register nothing; {@link scrubSecrets} still hides their userinfo.
+ * its `password` and `sslpassword` (libpq's key passphrase) query parameters, each as written
+ * (percent-encoded, `+` for a space) and decoded. The userinfo runs to the last `@` before the host,
+ * so an unencoded `@` in a password registers the whole password, also in a URL that does not parse.
  */
 export function registerUrlSecret(url: string): void {
+  const userinfo = /^[a-z][a-z0-9+.-]*:\/\/[^:/?#@]*:([^/?#]*)@/i.exec(url);
+  registerSecret(userinfo?.[1]);
   try {
-    const parsed = new URL(url);
-    registerSecret(parsed.password);
-    for (const name of ["password", "sslpassword"])
-      registerSecret(parsed.searchParams.get(name) ?? undefined);
+    registerSecret(new URL(url).password);
   } catch {
-    const match = /^[a-z][a-z0-9+.-]*:\/\/[^:/@]*:([^@]*)@/i.exec(url);
-    registerSecret(match?.[1]);
+    // not a URL: the userinfo as written is registered above
+  }
+  for (const match of url.matchAll(QUERY_PASSWORD)) {
+    const written = match[0].slice(match[1]!.length);
+    registerSecret(written);
+    registerSecret(written.replaceAll("+", " "));
+    registerSecret(safeDecode(written.replaceAll("+", " ")));
   }
 }
 
-/** Registers `PGPASSWORD` and every `*_PASSWORD` / `*_SECRET` variable of `env`. */
+/** `decodeURIComponent`, or the text itself when it is not percent-encoded. */
+function safeDecode(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
+}
+
+/** Registers the values of {@link SECRET_VARIABLES} in `env`. */
 export function registerEnvSecrets(env: Record<string, string | undefined>): void {
-  for (const [name, value] of Object.entries(env)) if (SECRET_VARIABLE.test(name)) registerSecret(value);
+  for (const name of SECRET_VARIABLES) registerSecret(env[name]);
 }
 
 /**
@@ -67,10 +97,33 @@ export function registerEnvSecrets(env: Record<string, string | undefined>): voi
  */
 export function scrubSecrets(text: string): string {
   let result = text.includes("://") ? text.replace(URL_PASSWORD, "$1:***@") : text;
+  if (/password=/i.test(result)) result = result.replace(QUERY_PASSWORD, "$1***");
   for (const secret of longestFirst) {
     if (result.includes(secret)) result = result.replaceAll(secret, "***");
   }
   return result;
+}
+
+/**
+ * {@link scrubSecrets} for one serialized log line: a JSON object keeps being valid JSON, because
+ * only its string values are scrubbed (a short secret such as `30` would otherwise turn
+ * `"level":30` into `"level":***`). Any other line is scrubbed as text. The line's ending is kept.
+ */
+export function scrubLogLine(line: string): string {
+  const scrubbed = scrubSecrets(line);
+  if (scrubbed === line || !line.startsWith("{")) return scrubbed;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(line);
+  } catch {
+    return scrubbed;
+  }
+  const ending = line.endsWith("\n") ? "\n" : "";
+  return (
+    JSON.stringify(parsed, (_key, value: unknown) =>
+      typeof value === "string" ? scrubSecrets(value) : value,
+    ) + ending
+  );
 }
 
 /** Forgets every registered secret (tests only). */

@@ -1,10 +1,11 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { loadConfig } from "../../src/config.js";
+import { loadConfig, redactUrl } from "../../src/config.js";
 import {
   clearSecrets,
   registerEnvSecrets,
   registerSecret,
   registerUrlSecret,
+  scrubLogLine,
   scrubSecrets,
 } from "../../src/secrets.js";
 
@@ -32,14 +33,48 @@ describe("scrubSecrets", () => {
     expect(scrubSecrets("x abcdef y abc")).toBe("x *** y ***");
   });
 
-  it("registers PGPASSWORD and *_PASSWORD / *_SECRET variables, nothing else", () => {
+  it("registers PGPASSWORD and the settings' secrets, not another program's *_SECRET or *_PASSWORD", () => {
     registerEnvSecrets({
       PGPASSWORD: "pgpw",
       KAFKA_SASL_PASSWORD: "saslpw",
-      APP_SECRET: "sec1",
+      KAFKA_SSL_KEY_PASSWORD: "keypw",
+      APP_SECRET: "0",
+      POSTGRES_PASSWORD: "postgres",
       HOME: "/root",
     });
-    expect(scrubSecrets("pgpw saslpw sec1 /root")).toBe("*** *** *** /root");
+    expect(scrubSecrets("pgpw saslpw keypw /root")).toBe("*** *** *** /root");
+    expect(scrubSecrets('{"level":30,"time":"2026-12-01T05:00:00.000Z","msg":"postgres"}')).toBe(
+      '{"level":30,"time":"2026-12-01T05:00:00.000Z","msg":"postgres"}',
+    );
+  });
+
+  it("hides the password and sslpassword query parameters of a URL in the form they are written in (percent-encoded, + for a space)", () => {
+    const url = "postgres://postgres@127.0.0.1:5432/db?password=Pg%26PwQ&sslpassword=K%26y%23P%20w+1";
+    registerUrlSecret(url);
+    const shown = scrubSecrets(`starting {"database":"${url}"}`);
+    for (const form of ["Pg%26PwQ", "Pg&PwQ", "K%26y%23P%20w+1", "K&y#P w 1"])
+      expect(shown).not.toContain(form);
+    expect(scrubSecrets("error: Pg&PwQ and K&y#P w 1")).toBe("error: *** and ***");
+    expect(redactUrl(url)).toBe("postgres://postgres@127.0.0.1:5432/db?password=***&sslpassword=***");
+  });
+
+  it("hides a password holding an unencoded @ whole, and registers it whole", () => {
+    const url = "postgres://postgres:p@ssXYZ@127.0.0.1:99999/brk1";
+    expect(scrubSecrets(`cannot connect to ${url}`)).toBe(
+      "cannot connect to postgres://postgres:***@127.0.0.1:99999/brk1",
+    );
+    expect(redactUrl(url)).toBe("postgres://postgres:***@127.0.0.1:99999/brk1");
+    registerUrlSecret(url);
+    expect(scrubSecrets("p@ssXYZ postgres")).toBe("*** postgres");
+  });
+
+  it("keeps a log line valid JSON when a short secret appears in its numbers and keys", () => {
+    registerSecret("30");
+    const line = '{"level":30,"offset":"130","msg":"password 30"}\n';
+    const scrubbed = scrubLogLine(line);
+    expect(JSON.parse(scrubbed)).toEqual({ level: 30, offset: "1***", msg: "password ***" });
+    expect(scrubbed.endsWith("\n")).toBe(true);
+    expect(scrubLogLine("not json 30\n")).toBe("not json ***\n");
   });
 
   it("loadConfig registers the password of DATABASE_URL, even when the config is invalid", () => {
