@@ -10,6 +10,7 @@ import { ReplayableError } from "../../../src/errors.js";
 import { createLogger } from "../../../src/logger.js";
 import { ledgerProjection } from "../../../src/projections/ledger/ledgerProjection.js";
 import type { KafkaRecord } from "../../../src/record.js";
+import { readRebuildEpoch } from "../../../src/sql/lockCheckpoint.js";
 import { emptyInOneTransaction, type RebuildPlan } from "../../../src/replay/rebuild.js";
 import { createTestDatabase, uniqueName, waitFor, type TestDatabase } from "../../helpers/stack.js";
 
@@ -124,6 +125,7 @@ describe("the rebuild epoch fence", () => {
 
     const after = await rebuildDatabaseStep(uniqueName("g"));
     expect(BigInt(after)).toBeGreaterThan(BigInt(before));
+    expect(await readRebuildEpoch(db.pool, ledgerProjection.name)).toBe(after);
     const emptied = await state();
     expect(emptied.checkpoints).toBeNull();
 
