@@ -128,14 +128,23 @@ export const deadLetters = replayableSchema.table(
   ],
 );
 
-/** One row per `rebuild`: when, by whom, and which offsets it reset (issue #4). */
-export const rebuilds = replayableSchema.table("rebuilds", {
-  id: bigserial("id", { mode: "bigint" }).primaryKey(),
-  projection: text("projection").notNull(),
-  groupId: text("group_id").notNull(),
-  osUser: text("os_user").notNull(),
-  host: text("host").notNull(),
-  forced: integer("forced").notNull().default(0),
-  offsets: jsonb("offsets").notNull(),
-  startedAt: timestamp("started_at", { withTimezone: true }).notNull().defaultNow(),
-});
+/**
+ * One row per `rebuild`: when, by whom, and which offsets it reset (issue #4). The id of a
+ * projection's latest row is its rebuild epoch, read in every batch transaction (with the
+ * checkpoint lock): `rebuilds_projection_id_idx` makes that one index probe, however many rebuilds
+ * of other projections the table holds.
+ */
+export const rebuilds = replayableSchema.table(
+  "rebuilds",
+  {
+    id: bigserial("id", { mode: "bigint" }).primaryKey(),
+    projection: text("projection").notNull(),
+    groupId: text("group_id").notNull(),
+    osUser: text("os_user").notNull(),
+    host: text("host").notNull(),
+    forced: integer("forced").notNull().default(0),
+    offsets: jsonb("offsets").notNull(),
+    startedAt: timestamp("started_at", { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [index("rebuilds_projection_id_idx").on(t.projection, t.id)],
+);

@@ -5,7 +5,7 @@
  */
 import type pg from "pg";
 import type { Logger } from "pino";
-import type { ErrorCode } from "../errors.js";
+import { ReplayableError, type ErrorCode } from "../errors.js";
 import { withTransaction } from "../db/withTransaction.js";
 import { failpoint } from "../failpoints.js";
 import { compareOffsets, nextOffset, parseOffset } from "../offsets.js";
@@ -64,14 +64,21 @@ export interface ApplyBatchInput<T> {
   readonly lockTimeoutMs?: number;
   /** Records above this size (key + value + headers, bytes) are dead-lettered. */
   readonly maxRecordBytes: number;
+  /**
+   * The projection's rebuild epoch as read when the batch's generation began (readRebuildEpoch,
+   * a decimal string): a newer one in the database means the batch was fetched before a rebuild.
+   */
+  readonly rebuildEpoch: string;
   readonly log: Logger;
 }
 
 /**
  * Runs one dedupe-then-effect transaction on `client` (already checked out of the pool).
  * On any error the transaction is rolled back and the error rethrown: a transient one for the
- * caller to retry, `CHECKPOINT_AHEAD_OF_LOG` to stop the consumer.
+ * caller to retry, `CHECKPOINT_AHEAD_OF_LOG` to stop the consumer, `PROJECTION_REBUILT` to drop the
+ * batch's generation.
  * @throws ReplayableError CHECKPOINT_AHEAD_OF_LOG when the checkpoint is above the high watermark.
+ * @throws ReplayableError PROJECTION_REBUILT when the projection was rebuilt after `rebuildEpoch`.
  * @throws the underlying database error (classify it with classifyPgError) for anything else.
  */
 export async function applyBatch<T>(input: ApplyBatchInput<T>): Promise<BatchResult> {
@@ -96,8 +103,12 @@ export async function applyBatch<T>(input: ApplyBatchInput<T>): Promise<BatchRes
 
 async function inTransaction<T>(input: ApplyBatchInput<T>, last: string): Promise<BatchResult> {
   const { client, projection, topic, partition, records, log } = input;
-  // Step 2: the checkpoint row lock is the fence between two members holding the partition.
-  const checkpoint = await lockCheckpoint(client, projection.name, topic, partition);
+  // Step 2: the checkpoint row lock is the fence between two members holding the partition, and
+  // the rebuild epoch the fence against a member of a generation that ended before a rebuild.
+  const locked = await lockCheckpoint(client, projection.name, topic, partition);
+  if (BigInt(locked.rebuildEpoch) > BigInt(input.rebuildEpoch))
+    throw projectionRebuilt(input, locked.rebuildEpoch, records[0]?.offset ?? last);
+  const checkpoint = locked.nextOffset;
   const ahead =
     input.highWatermark === undefined
       ? undefined
@@ -135,4 +146,30 @@ async function inTransaction<T>(input: ApplyBatchInput<T>, last: string): Promis
     deadLettered,
     eventIdsRecorded: result.eventIdsRecorded,
   };
+}
+
+/**
+ * The refusal of a batch fetched before a rebuild: its generation ended (the member was removed
+ * from the group, which the rebuild needed) and its offsets are not where the rebuild reset them.
+ */
+function projectionRebuilt(
+  input: Pick<ApplyBatchInput<unknown>, "projection" | "topic" | "partition" | "rebuildEpoch">,
+  rebuildEpoch: string,
+  firstOffset: string,
+): ReplayableError {
+  const { projection, topic, partition } = input;
+  return new ReplayableError(
+    "PROJECTION_REBUILT",
+    `${projection.name} was rebuilt (rebuild ${rebuildEpoch}) after the batch of ${topic}/${partition} from offset ${firstOffset} was fetched (rebuild epoch ${input.rebuildEpoch}): the batch belongs to a group generation that ended; nothing applied`,
+    {
+      context: {
+        projection: projection.name,
+        topic,
+        partition,
+        firstOffset,
+        rebuildEpoch,
+        fetchedIn: input.rebuildEpoch,
+      },
+    },
+  );
 }

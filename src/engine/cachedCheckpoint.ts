@@ -3,15 +3,20 @@
  * fetched batch entirely below it is counted as duplicates without a database round trip. Each
  * PartitionWorker holds one.
  *
- * Why a cached value is never above the true checkpoint of a partition this member owns:
- * - it is only ever taken from the result of a committed transaction, which read the checkpoint
- *   under its row lock (DESIGN.md "The transaction", step 2) and moved it forward only;
- * - a checkpoint moves back only when a rebuild empties the projection's dedupe state, and a rebuild
- *   needs the consumer group to be inactive (DESIGN.md "Replay and rebuild"), so every member goes
- *   through a new assignment before it reads again;
+ * Why skipping a batch below the cached value never loses a record:
+ * - the value is only ever taken from the result of a committed transaction, which read the
+ *   checkpoint under its row lock (DESIGN.md "The transaction", step 2) and moved it forward only,
+ *   so while the projection is not rebuilt it is never above the true checkpoint;
  * - every assignment (group join, rebalance) forgets the value and starts a new epoch, and the
  *   result of a transaction that began in an earlier epoch is not remembered. A partition handed to
- *   another member and back is therefore re-read from PostgreSQL by its next transaction.
+ *   another member and back is therefore re-read from PostgreSQL by its next transaction;
+ * - a rebuild moves the checkpoints back (it empties the dedupe state) while the group has no
+ *   members, but a member frozen past its session timeout may wake up still in its dead generation,
+ *   its cache from before the rebuild. There the fast path only skips: nothing is written, and the
+ *   offset commit, stamped with the dead generation, is refused by the group coordinator, so the
+ *   next generation (which forgot the value) reads those records again from the offsets the rebuild
+ *   reset. Every batch that goes to the database carries the generation's rebuild epoch and is
+ *   refused with PROJECTION_REBUILT (docs/design.md "The rebuild epoch").
  * It also refuses to cover a batch whose high watermark is below the cached value (a recreated or
  * truncated topic): that batch goes to the database, which stops the consumer with
  * CHECKPOINT_AHEAD_OF_LOG instead of counting new records as duplicates.

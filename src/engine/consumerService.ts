@@ -34,6 +34,7 @@ import { MemberEvents, type TransactionCommitted } from "./memberEvents.js";
 import { observeMetrics } from "./metricsObserver.js";
 import { poolTransactionRunner } from "./poolTransactionRunner.js";
 import { ProjectionLockSession } from "./projectionLockSession.js";
+import { readRebuildEpoch } from "../sql/lockCheckpoint.js";
 import { ProgressReporter, type ProgressTotals } from "./progressReporter.js";
 
 /** Options for {@link ConsumerService}. */
@@ -199,7 +200,13 @@ export class ConsumerService {
       maxBytesPerPartition: config.maxBatchBytes,
       log: this.log,
     });
-    return new Member({ feed, events: this.events, workers: this.workerSettings(), log: this.log });
+    return new Member({
+      feed,
+      events: this.events,
+      workers: this.workerSettings(),
+      readRebuildEpoch: () => readRebuildEpoch(this.pool, this.options.projection.name),
+      log: this.log,
+    });
   }
 
   /** What every partition worker shares: the transaction runner, slots, limits and retry timing. */

@@ -7,13 +7,14 @@
 import type { Logger } from "pino";
 import type { Feed, FeedListener, FetchedBatch } from "../feed.js";
 import { partitionKey, type Assignment, type PartitionKey } from "../topicPartition.js";
+import { GenerationEpoch, type RebuildEpochReader } from "./generationEpoch.js";
 import type { MemberEvents } from "./memberEvents.js";
 import { PartitionWorker, type PartitionWorkerOptions } from "./partitionWorker.js";
 
 /** What every worker of the member shares. */
 export type WorkerSettings = Omit<
   PartitionWorkerOptions,
-  "topic" | "partition" | "generation" | "feed" | "events" | "memberSignal" | "log"
+  "topic" | "partition" | "generation" | "rebuildEpoch" | "feed" | "events" | "memberSignal" | "log"
 >;
 
 /** Options of {@link Member}. */
@@ -21,6 +22,8 @@ export interface MemberOptions {
   readonly feed: Feed;
   readonly events: MemberEvents;
   readonly workers: WorkerSettings;
+  /** Reads the projection's rebuild epoch; called at each assignment (docs/design.md "The rebuild epoch"). */
+  readonly readRebuildEpoch: RebuildEpochReader;
   readonly log: Logger;
 }
 
@@ -29,6 +32,8 @@ export class Member implements FeedListener {
   private readonly workers = new Map<PartitionKey, PartitionWorker>();
   /** The latest generation the feed reported; batches of older ones are dropped. */
   private generation = 0;
+  /** The rebuild epoch of the latest generation, read when the feed reported it. */
+  private rebuildEpoch: GenerationEpoch | undefined;
   private readonly abort = new AbortController();
   private started: Promise<void> | undefined;
   private stopped: Promise<void> | undefined;
@@ -60,6 +65,9 @@ export class Member implements FeedListener {
   /** {@inheritDoc FeedListener.assigned} */
   assigned(generation: number, assignment: Assignment): void {
     this.generation = generation;
+    // Before any transaction of the generation: each waits for it (docs/design.md "The rebuild epoch").
+    const rebuildEpoch = new GenerationEpoch(this.options.readRebuildEpoch);
+    this.rebuildEpoch = rebuildEpoch;
     const assigned = new Set<PartitionKey>();
     for (const [topic, partitions] of Object.entries(assignment)) {
       for (const partition of partitions) {
@@ -67,7 +75,7 @@ export class Member implements FeedListener {
         assigned.add(key);
         const worker = this.workers.get(key);
         if (worker === undefined) this.workers.set(key, this.newWorker(topic, partition, generation));
-        else worker.assign(generation);
+        else worker.assign(generation, rebuildEpoch);
       }
     }
     for (const [key, worker] of this.workers) {
@@ -100,11 +108,13 @@ export class Member implements FeedListener {
 
   private newWorker(topic: string, partition: number, generation: number): PartitionWorker {
     const { feed, events, log, workers } = this.options;
+    this.rebuildEpoch ??= new GenerationEpoch(this.options.readRebuildEpoch);
     return new PartitionWorker({
       ...workers,
       topic,
       partition,
       generation,
+      rebuildEpoch: this.rebuildEpoch,
       feed,
       events,
       log,

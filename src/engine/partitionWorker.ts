@@ -20,8 +20,14 @@
  *   commit (which the feed skips after a rebalance; the checkpoint row lock fences the transaction).
  *   A batch left unapplied is fetched again by the partition's next owner, from the committed offset.
  * - `failed`: a failure no retry can fix; the member stops.
- * `assign(generation)` (a rebalance that kept the partition) drops the batches of older
+ * `assign(generation, epoch)` (a rebalance that kept the partition) drops the batches of older
  * generations and the cached checkpoint, and goes on with the batches of the new one.
+ *
+ * Every transaction carries the rebuild epoch read for its batch's generation ({@link
+ * GenerationEpoch}), and waits for it. A transaction refused with PROJECTION_REBUILT (the batch was
+ * fetched before a rebuild, by a member whose generation ended: docs/design.md "The rebuild
+ * epoch") applied nothing: the worker drops that generation's batches, commits nothing, and waits
+ * for the next generation, whose batches start from the offsets the rebuild reset.
  *
  * Orthogonal to the state: while the worker holds its lane's depth of batches (the one applied plus,
  * with REPLAYABLE_PREFETCH, one fetched behind it) it asks the feed to pause the partition, and
@@ -37,6 +43,7 @@ import type { KafkaRecord } from "../record.js";
 import type { TopicPartition } from "../topicPartition.js";
 import type { BatchResult } from "./applyBatch.js";
 import { CachedCheckpoint } from "./cachedCheckpoint.js";
+import type { GenerationEpoch } from "./generationEpoch.js";
 import type { MemberEvents } from "./memberEvents.js";
 import { decide, type RetryTiming } from "./retryPolicy.js";
 import {
@@ -55,6 +62,8 @@ export interface TransactionRequest extends TopicPartition {
   readonly throughOffset: string;
   /** The high watermark to check the checkpoint against (CHECKPOINT_AHEAD_OF_LOG). */
   readonly highWatermark: string;
+  /** The projection's rebuild epoch read for the batch's generation (PROJECTION_REBUILT when older). */
+  readonly rebuildEpoch: string;
   /** The partition's logger. */
   readonly log: Logger;
 }
@@ -89,6 +98,8 @@ export type Outcome =
       readonly reason: RetryReason;
     }
   | { readonly kind: "stop"; readonly error: Error }
+  /** PROJECTION_REBUILT: the batch's generation ended before a rebuild; its batches are dropped. */
+  | { readonly kind: "rebuilt"; readonly error: ReplayableError }
   /** The batch is no longer this worker's to apply (rebalanced, revoked, the member stops). */
   | { readonly kind: "abandoned" };
 
@@ -96,6 +107,8 @@ export type Outcome =
 export interface PartitionWorkerOptions extends TopicPartition {
   /** The generation the partition was assigned in. */
   readonly generation: number;
+  /** The rebuild epoch of that generation. */
+  readonly rebuildEpoch: GenerationEpoch;
   readonly feed: Pick<Feed, "pause" | "resume" | "commit">;
   readonly events: MemberEvents;
   readonly runTransaction: TransactionRunner;
@@ -127,6 +140,9 @@ export class PartitionWorker implements TopicPartition {
   readonly topic: string;
   readonly partition: number;
   private generation: number;
+  private rebuildEpoch: GenerationEpoch;
+  /** A generation whose batch was refused with PROJECTION_REBUILT: its later batches are dropped. */
+  private rebuiltGeneration: number | undefined;
   /** Aborted when the generation ends or the partition is revoked: ends a back-off at once. */
   private generationAbort = new AbortController();
   private current: WorkerState = "idle";
@@ -145,6 +161,7 @@ export class PartitionWorker implements TopicPartition {
     this.topic = options.topic;
     this.partition = options.partition;
     this.generation = options.generation;
+    this.rebuildEpoch = options.rebuildEpoch;
     this.log = options.log.child({ topic: options.topic, partition: options.partition });
   }
 
@@ -168,7 +185,12 @@ export class PartitionWorker implements TopicPartition {
    * otherwise (fetched before a rebalance: the next owner re-reads it from the committed offset).
    */
   offer(batch: FetchedBatch): void {
-    if (batch.generation !== this.generation || this.current === "revoked" || this.current === "failed") {
+    if (
+      batch.generation !== this.generation ||
+      batch.generation === this.rebuiltGeneration ||
+      this.current === "revoked" ||
+      this.current === "failed"
+    ) {
       this.log.debug({ generation: batch.generation, firstOffset: batch.firstOffset }, "stale batch dropped");
       return;
     }
@@ -179,10 +201,14 @@ export class PartitionWorker implements TopicPartition {
     this.loop = this.work();
   }
 
-  /** The partition was (re)assigned in `generation`: older batches and the cached checkpoint go. */
-  assign(generation: number): void {
+  /**
+   * The partition was (re)assigned in `generation`, whose rebuild epoch is `rebuildEpoch`: older
+   * batches and the cached checkpoint go.
+   */
+  assign(generation: number, rebuildEpoch: GenerationEpoch): void {
     this.endGeneration();
     this.generation = generation;
+    this.rebuildEpoch = rebuildEpoch;
     if (this.current === "revoked") this.current = this.running ? "applying" : "idle";
     this.checkpoint.forget();
     this.updateFetchPause();
@@ -260,6 +286,9 @@ export class PartitionWorker implements TopicPartition {
         case "stop":
           this.fail(outcome.error);
           return outcome;
+        case "rebuilt":
+          this.dropRebuiltGeneration(batch, outcome.error);
+          return outcome;
         case "abandoned":
           return outcome;
       }
@@ -281,13 +310,17 @@ export class PartitionWorker implements TopicPartition {
       return { kind: "applied", throughOffset, result, fastPath: true, transactionMs: undefined };
     }
     const epoch = this.checkpoint.epoch;
+    const generationEpoch = this.rebuildEpoch;
     try {
+      const rebuildEpoch = await generationEpoch.value();
+      if (!this.isCurrent(batch)) return ABANDONED;
       const request = {
         topic: this.topic,
         partition: this.partition,
         records: transaction.records ?? batch.records,
         throughOffset,
         highWatermark: watermark.value,
+        rebuildEpoch,
         log: this.log,
       };
       const { result, durationMs } = await this.options.slots(() => this.options.runTransaction(request));
@@ -323,8 +356,13 @@ export class PartitionWorker implements TopicPartition {
 
   /** The outcome of a failed attempt, by the retry policy. */
   private failed(error: unknown, transaction: PlannedTransaction): Outcome {
-    const attempt = ++this.failures;
+    const attempt = this.failures + 1;
     const decision = decide(error, attempt, this.options.timing, this.options.random);
+    if (decision.action === "dropGeneration") {
+      this.failures = 0;
+      return { kind: "rebuilt", error: decision.error };
+    }
+    this.failures = attempt;
     if (decision.action === "fatal") return { kind: "stop", error: decision.error };
     return {
       kind: "retry",
@@ -420,6 +458,21 @@ export class PartitionWorker implements TopicPartition {
       if (waited) this.log.info("partition resumed");
     }
     return waited;
+  }
+
+  /**
+   * Acts on `rebuilt`: the batch's generation ended before a rebuild. Drops the batches of that
+   * generation held and to come (nothing applied, nothing committed), logs once, and waits for the
+   * next assignment; the lane empties, so the partition's fetching is resumed.
+   */
+  private dropRebuiltGeneration(batch: FetchedBatch, error: ReplayableError): void {
+    if (this.rebuiltGeneration === batch.generation) return;
+    this.rebuiltGeneration = batch.generation;
+    if (batch.generation === this.generation) this.waiting.length = 0;
+    this.log.warn(
+      { err: error, generation: batch.generation, firstOffset: batch.firstOffset },
+      "projection rebuilt after this generation fetched the batch; its batches are dropped until the next assignment",
+    );
   }
 
   /** Stops on a failure no retry can fix: no more batches; the member is told and stops. */

@@ -25,6 +25,9 @@ export interface RetryTiming {
  *   missing table: never dead-lettered, so a fix and a restart resume without losing the record);
  * - `pause`: the same, but the partition has failed {@link ATTEMPTS_BEFORE_PAUSE} times in a row
  *   and counts as paused until the delay ends;
+ * - `dropGeneration`: PROJECTION_REBUILT, the batch was fetched before a rebuild, in a generation
+ *   that ended: neither retried nor fatal; the worker drops the generation's batches and waits for
+ *   the next generation, which reads from the offsets the rebuild reset (docs/design.md);
  * - `fatal`: a failure no retry can fix (a {@link ReplayableError} that says so): the member stops.
  * `kind` and `reason` classify the error by SQLSTATE ({@link classifyPgError}) for logs and metrics.
  */
@@ -35,6 +38,7 @@ export type RetryDecision =
       readonly kind: PgFailureKind;
       readonly reason: RetryReason;
     }
+  | { readonly action: "dropGeneration"; readonly error: ReplayableError }
   | { readonly action: "fatal"; readonly error: ReplayableError };
 
 /**
@@ -48,6 +52,8 @@ export function decide(
   timing: RetryTiming,
   random: () => number = Math.random,
 ): RetryDecision {
+  if (error instanceof ReplayableError && error.code === "PROJECTION_REBUILT")
+    return { action: "dropGeneration", error };
   if (error instanceof ReplayableError && !error.canRetry) return { action: "fatal", error };
   const { kind, reason } = classifyPgError(error);
   const delayMs = backoffDelayMs(attempt - 1, timing.initialMs, timing.maxMs, random);

@@ -160,11 +160,12 @@ export async function rebuild(options: RebuildOptions): Promise<RebuildOutcome> 
 
 /**
  * The database step of an executed rebuild, in one transaction: empty the projection, record the
- * rebuild, resolve the dead letters it hands back as `superseded`.
+ * rebuild (its id is the projection's new rebuild epoch, docs/design.md), resolve the dead letters
+ * it hands back as `superseded`. Call it on `client` holding the projection's exclusive advisory lock.
  * @throws ReplayableError DATABASE when the transaction fails (the group is already reset).
  */
-async function emptyInOneTransaction(
-  options: RebuildOptions,
+export async function emptyInOneTransaction(
+  options: Pick<RebuildOptions, "projection" | "groupId" | "force" | "log">,
   client: pg.PoolClient,
   plan: RebuildPlan,
 ): Promise<RebuildOutcome> {

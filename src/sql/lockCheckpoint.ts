@@ -1,11 +1,20 @@
-/** DESIGN.md step 2: create the checkpoint row if missing, then lock it (the fence between members). */
+/**
+ * DESIGN.md step 2: create the checkpoint row if missing, then lock it (the fence between members),
+ * reading the projection's rebuild epoch in the same statement (the fence against a member of a
+ * generation that ended before a rebuild; docs/design.md "The rebuild epoch").
+ */
 import type pg from "pg";
 
 // Named statements: PostgreSQL parses and plans them once per connection (node-postgres prepares a
 // query config with a `name` on first use), which matters for a statement run in every transaction.
+// The epoch is an InitPlan of the locking statement, so it costs no round trip; with READ COMMITTED a
+// statement that waited for a rebuild's lock on the row finds the row deleted, and the statement
+// that locks the re-inserted row takes a snapshot after the rebuild's COMMIT, so it sees the rebuild.
 const SELECT_FOR_UPDATE = {
   name: "replayable_lock_checkpoint",
-  text: `SELECT next_offset FROM replayable.checkpoints
+  text: `SELECT next_offset,
+       (SELECT coalesce(max(id), 0) FROM replayable.rebuilds WHERE projection = $1) AS rebuild_epoch
+     FROM replayable.checkpoints
      WHERE projection = $1 AND topic = $2 AND partition = $3 FOR UPDATE`,
 } as const;
 const INSERT_MISSING = {
@@ -13,10 +22,22 @@ const INSERT_MISSING = {
   text: `INSERT INTO replayable.checkpoints (projection, topic, partition, next_offset)
      VALUES ($1, $2, $3, 0) ON CONFLICT DO NOTHING`,
 } as const;
+const SELECT_EPOCH = {
+  name: "replayable_rebuild_epoch",
+  text: `SELECT coalesce(max(id), 0) AS rebuild_epoch FROM replayable.rebuilds WHERE projection = $1`,
+} as const;
+
+/** A locked checkpoint: offsets and the epoch are decimal strings (bigint). */
+export interface LockedCheckpoint {
+  /** The next offset to apply ("0" for a new partition). */
+  readonly nextOffset: string;
+  /** The projection's rebuild epoch as this statement saw it ({@link readRebuildEpoch}). */
+  readonly rebuildEpoch: string;
+}
 
 /**
- * Locks the checkpoint of (projection, topic, partition) for this transaction and returns
- * the next offset to apply ("0" for a new partition). Call inside BEGIN … COMMIT.
+ * Locks the checkpoint of (projection, topic, partition) for this transaction and returns the next
+ * offset to apply with the projection's rebuild epoch. Call inside BEGIN … COMMIT.
  * One round trip when the row exists (every transaction but a partition's first); otherwise it is
  * inserted (ON CONFLICT DO NOTHING: a concurrent member may insert it first) and locked.
  * @throws Error when the row vanished between the insert and the lock (a rebuild raced the member).
@@ -26,14 +47,25 @@ export async function lockCheckpoint(
   projection: string,
   topic: string,
   partition: number,
-): Promise<string> {
+): Promise<LockedCheckpoint> {
+  type Row = { next_offset: string; rebuild_epoch: string };
   const values = [projection, topic, partition];
-  const existing = await client.query<{ next_offset: string }>({ ...SELECT_FOR_UPDATE, values });
+  const existing = await client.query<Row>({ ...SELECT_FOR_UPDATE, values });
   const found = existing.rows[0];
-  if (found !== undefined) return found.next_offset;
+  if (found !== undefined) return { nextOffset: found.next_offset, rebuildEpoch: found.rebuild_epoch };
   await client.query({ ...INSERT_MISSING, values });
-  const result = await client.query<{ next_offset: string }>({ ...SELECT_FOR_UPDATE, values });
+  const result = await client.query<Row>({ ...SELECT_FOR_UPDATE, values });
   const row = result.rows[0];
   if (row === undefined) throw new Error(`checkpoint row of ${projection} ${topic}/${partition} vanished`);
-  return row.next_offset;
+  return { nextOffset: row.next_offset, rebuildEpoch: row.rebuild_epoch };
+}
+
+/**
+ * The projection's rebuild epoch: the id of its latest row in replayable.rebuilds (a decimal string),
+ * "0" when it was never rebuilt. A rebuild inserts that row in the transaction that empties the
+ * projection, so the epoch grows exactly when the dedupe state is emptied.
+ */
+export async function readRebuildEpoch(db: pg.Pool | pg.ClientBase, projection: string): Promise<string> {
+  const result = await db.query<{ rebuild_epoch: string }>({ ...SELECT_EPOCH, values: [projection] });
+  return result.rows[0]!.rebuild_epoch;
 }

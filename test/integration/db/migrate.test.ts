@@ -45,6 +45,11 @@ async function constraintOf(db: TestDatabase): Promise<string> {
   return r.rows[0]?.def ?? "";
 }
 
+/** Migrations of the 0.1.x chain (drizzle/ 0000-0003). */
+const OLD_CHAIN = 4;
+/** Engine migrations after its baseline drizzle/engine/0000, applied on top of the old chain too. */
+const ENGINE_AFTER_BASELINE = 1;
+
 describe("migrate on a database of the 0.1.x releases", () => {
   it("keeps a database at 0003 with its ledger rows, recording no engine migration twice", async () => {
     const db = await legacyDatabase(3);
@@ -52,7 +57,7 @@ describe("migrate on a database of the 0.1.x releases", () => {
     await migrate(db.pool, exampleProjections());
     await migrate(db.pool, exampleProjections());
     const engine = await db.pool.query("SELECT 1 FROM replayable.__drizzle_migrations");
-    expect(engine.rowCount).toBe(4);
+    expect(engine.rowCount).toBe(OLD_CHAIN + ENGINE_AFTER_BASELINE);
     const ledger = await db.pool.query("SELECT account_id, balance_cents::text FROM ledger.ledger_accounts");
     expect(ledger.rows).toEqual([{ account_id: "a-1", balance_cents: "42" }]);
     const recorded = await db.pool.query("SELECT 1 FROM replayable.__drizzle_migrations_ledger");
@@ -65,13 +70,15 @@ describe("migrate on a database of the 0.1.x releases", () => {
     await migrate(db.pool);
     expect(await constraintOf(db)).toContain("superseded");
     const engine = await db.pool.query("SELECT 1 FROM replayable.__drizzle_migrations");
-    expect(engine.rowCount).toBe(4);
+    expect(engine.rowCount).toBe(OLD_CHAIN + ENGINE_AFTER_BASELINE);
   });
 
   it("gives a new database the same engine schema as the old chain did, without example schemas", async () => {
     const db = await createTestDatabase(false);
     onTestFinished(() => db.drop());
     const legacy = await legacyDatabase(3);
+    // The engine's migrations after its baseline, on both.
+    await migrate(legacy.pool);
     const columns = async (d: TestDatabase) =>
       (
         await d.pool.query<{ c: string }>(

@@ -55,6 +55,7 @@ async function apply(records: KafkaRecord[], maxRecordBytes = 1_048_576): Promis
       partition: 0,
       records,
       maxRecordBytes,
+      rebuildEpoch: "0",
       log,
     });
   } finally {

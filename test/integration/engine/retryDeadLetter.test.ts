@@ -13,6 +13,7 @@ import type { KafkaRecord } from "../../../src/record.js";
 import { emptyProjection } from "../../../src/sql/emptyProjection.js";
 import { insertRebuild } from "../../../src/sql/insertRebuild.js";
 import { createTestDatabase, uniqueName, type TestDatabase } from "../../helpers/stack.js";
+import { readRebuildEpoch } from "../../../src/sql/lockCheckpoint.js";
 
 let db: TestDatabase;
 const log = createLogger("silent");
@@ -71,6 +72,8 @@ async function applyRecords<T>(projection: Projection<T>, records: KafkaRecord[]
       partition: 0,
       records,
       maxRecordBytes,
+      // A consumer that joined now.
+      rebuildEpoch: await readRebuildEpoch(client, projection.name),
       log,
     });
   } finally {

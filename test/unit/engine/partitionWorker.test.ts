@@ -90,7 +90,22 @@ class FakeDatabase {
   readonly requests: TransactionRequest[] = [];
   readonly applied: string[] = [];
   readonly checkpoints = new Map<number, bigint>();
+  /** The projection's rebuild epoch: the id of its latest rebuild. */
+  epoch = "0";
+  /** Epochs read by the member, in order. */
+  readonly epochReads: string[] = [];
   private readonly steps: Step[] = [];
+
+  /** A rebuild: a newer epoch, no checkpoints. */
+  rebuild(): void {
+    this.epoch = String(BigInt(this.epoch) + 1n);
+    this.checkpoints.clear();
+  }
+
+  readonly readRebuildEpoch = (): Promise<string> => {
+    this.epochReads.push(this.epoch);
+    return Promise.resolve(this.epoch);
+  };
 
   /** The next calls' behaviour, in order; calls past these succeed at once. */
   next(...steps: Step[]): this {
@@ -103,6 +118,8 @@ class FakeDatabase {
     const step = this.steps.shift() ?? "ok";
     if (step instanceof Error) throw step;
     if (step !== "ok") await step.promise;
+    if (BigInt(this.epoch) > BigInt(request.rebuildEpoch ?? "0"))
+      throw new ReplayableError("PROJECTION_REBUILT", `rebuilt since epoch ${request.rebuildEpoch}`);
     const checkpoint = this.checkpoints.get(request.partition) ?? 0n;
     const fresh = request.records.filter((r) => BigInt(r.offset) >= checkpoint);
     this.applied.push(...fresh.map((r) => `${r.partition}:${r.offset}`));
@@ -156,6 +173,7 @@ interface Setup {
   maxRecords?: number;
   retryInitialMs?: number;
   currentHighWatermark?: () => Promise<string | undefined>;
+  readRebuildEpoch?: () => Promise<string>;
 }
 
 async function setup(options: Setup = {}) {
@@ -178,6 +196,7 @@ async function setup(options: Setup = {}) {
     feed,
     events,
     log,
+    readRebuildEpoch: options.readRebuildEpoch ?? db.readRebuildEpoch,
     workers: {
       runTransaction: db.run,
       slots: (run) => run(),
@@ -355,5 +374,55 @@ describe("PartitionWorker (through Member, with a fake feed and database)", () =
     await vi.waitFor(() => expect(seen.at(-1)).toMatch(/^fatal checkpoint 500/));
     expect(asked).toHaveBeenCalledTimes(2);
     expect(feed.committed()).toHaveLength(1);
+  });
+
+  it("reads the rebuild epoch at each assignment; the generation's transactions wait for it and carry it", async () => {
+    const gate = deferred();
+    const read = vi.fn(async () => {
+      await gate.promise;
+      return "7";
+    });
+    const { feed, db } = await setup({ readRebuildEpoch: read });
+    const g = feed.join([0]);
+    expect(read).toHaveBeenCalledTimes(1);
+    feed.listener.fetched(batch(g, 0, 9));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(db.requests).toHaveLength(0);
+    gate.resolve();
+    await vi.waitFor(() => expect(feed.committed()).toEqual(["commit 0@10 committed"]));
+    expect(db.requests.map((r) => r.rebuildEpoch)).toEqual(["7"]);
+    feed.join([0]);
+    expect(read).toHaveBeenCalledTimes(2);
+  });
+
+  it("a batch refused as fetched before a rebuild drops its generation's batches, commits nothing, and the next generation applies from the reset offsets", async () => {
+    const { feed, db, seen } = await setup({ prefetch: true });
+    const first = feed.join([0]);
+    feed.listener.fetched(batch(first, 0, 9));
+    await vi.waitFor(() => expect(feed.committed()).toEqual(["commit 0@10 committed"]));
+    // Frozen past the session timeout; a rebuild empties the projection and resets the offsets to 0.
+    db.rebuild();
+    // Resumed, the dead generation's fetcher still delivers from its position.
+    const gate = deferred();
+    db.next(gate);
+    feed.listener.fetched(batch(first, 10, 19));
+    feed.listener.fetched(batch(first, 20, 29));
+    await vi.waitFor(() => expect(db.requests).toHaveLength(2));
+    gate.resolve();
+    await vi.waitFor(() => expect(feed.calls.at(-1)).toBe("resume 0"));
+    feed.listener.fetched(batch(first, 30, 39));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(db.requests).toHaveLength(2);
+    expect(feed.committed()).toEqual(["commit 0@10 committed"]);
+    expect(seen.filter((e) => !e.startsWith("batchCommitted"))).toEqual([]);
+
+    const second = feed.join([0]);
+    feed.listener.fetched(batch(second, 0, 9));
+    feed.listener.fetched(batch(second, 10, 19));
+    await vi.waitFor(() => expect(feed.committed()).toHaveLength(3));
+    expect(feed.committed().slice(1)).toEqual(["commit 0@10 committed", "commit 0@20 committed"]);
+    expect(db.applied).toEqual([...offsets(0, 9), ...offsets(0, 19)]);
+    expect(db.requests.map((r) => r.rebuildEpoch)).toEqual(["0", "0", "1", "1"]);
+    expect(db.epochReads).toEqual(["0", "1"]);
   });
 });

@@ -53,6 +53,15 @@ describe("decide: the retry policy of a failed batch transaction", () => {
     expect(decide(retriable, 1, timing)).toMatchObject({ action: "retry" });
   });
 
+  it("drops the generation of a batch fetched before a rebuild: neither a retry nor fatal", () => {
+    const rebuilt = new ReplayableError("PROJECTION_REBUILT", "rebuilt after the batch was fetched");
+    expect(decide(rebuilt, 1, timing)).toEqual({ action: "dropGeneration", error: rebuilt });
+    expect(decide(rebuilt, ATTEMPTS_BEFORE_PAUSE, timing)).toEqual({
+      action: "dropGeneration",
+      error: rebuilt,
+    });
+  });
+
   it("jitters the delay within [base/2, base]", () => {
     expect(decide(pgError("40001"), 1, timing, () => 0)).toMatchObject({ delayMs: 50 });
   });

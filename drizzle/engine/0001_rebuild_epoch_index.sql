@@ -1,0 +1,1 @@
+CREATE INDEX "rebuilds_projection_id_idx" ON "replayable"."rebuilds" USING btree ("projection","id");
