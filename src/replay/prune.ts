@@ -157,7 +157,7 @@ export async function prune(options: PruneOptions): Promise<PruneResult> {
 }
 
 /** Per topic, each partition's log start offset and high watermark. */
-type LogEnds = ReadonlyMap<
+export type LogEnds = ReadonlyMap<
   string,
   readonly { partition: number; logStartOffset: string; highWatermark: string }[]
 >;
