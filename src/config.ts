@@ -456,14 +456,22 @@ function securityChecks(c: Partial<Parsed>): SettingProblem[] {
     });
   if (!sasl) for (const v of saslSettings) if (c[v] !== undefined) ignored(v, "SASL");
   if (!tls) for (const v of sslSettings) if (c[v] !== undefined) ignored(v, "TLS");
+  if (sasl) problems.push(...saslProblems(c, protocol));
+  if (tls) problems.push(...mutualTlsProblems(c));
+  return problems;
+}
+
+/** The SASL settings a SASL protocol needs: a mechanism, and a username and password unless OAUTHBEARER. */
+function saslProblems(c: Partial<Parsed>, protocol: string): SettingProblem[] {
+  const problems: SettingProblem[] = [];
   const mechanism = c.KAFKA_SASL_MECHANISM;
-  if (sasl && mechanism === undefined) {
+  if (mechanism === undefined) {
     problems.push({
       variable: "KAFKA_SASL_MECHANISM",
       message: `is required with KAFKA_SECURITY_PROTOCOL=${protocol}: one of ${SASL_MECHANISMS.join(", ")}`,
     });
   }
-  if (sasl && mechanism !== undefined && mechanism !== "OAUTHBEARER") {
+  if (mechanism !== undefined && mechanism !== "OAUTHBEARER") {
     for (const v of ["KAFKA_SASL_USERNAME", "KAFKA_SASL_PASSWORD"] as const)
       if (c[v] === undefined)
         problems.push({
@@ -471,7 +479,7 @@ function securityChecks(c: Partial<Parsed>): SettingProblem[] {
           message: `is required with KAFKA_SASL_MECHANISM=${mechanism}${v === "KAFKA_SASL_PASSWORD" ? " (or KAFKA_SASL_PASSWORD_FILE)" : ""}`,
         });
   }
-  if (sasl && mechanism === "OAUTHBEARER") {
+  if (mechanism === "OAUTHBEARER") {
     for (const v of ["KAFKA_SASL_USERNAME", "KAFKA_SASL_PASSWORD"] as const)
       if (c[v] !== undefined)
         problems.push({
@@ -480,17 +488,23 @@ function securityChecks(c: Partial<Parsed>): SettingProblem[] {
             "is not used with KAFKA_SASL_MECHANISM=OAUTHBEARER (the token provider authenticates); remove it",
         });
   }
+  return problems;
+}
+
+/** With TLS: the client certificate and its key come together, and a key password needs its key. */
+function mutualTlsProblems(c: Partial<Parsed>): SettingProblem[] {
+  const problems: SettingProblem[] = [];
   const pair = [
     ["KAFKA_SSL_CERTIFICATE_LOCATION", "KAFKA_SSL_KEY_LOCATION"],
     ["KAFKA_SSL_KEY_LOCATION", "KAFKA_SSL_CERTIFICATE_LOCATION"],
   ] as const;
   for (const [given, missing] of pair)
-    if (tls && c[given] !== undefined && c[missing] === undefined)
+    if (c[given] !== undefined && c[missing] === undefined)
       problems.push({
         variable: missing,
         message: `is required with ${given}: mutual TLS needs both the client certificate and its private key`,
       });
-  if (tls && c.KAFKA_SSL_KEY_PASSWORD !== undefined && c.KAFKA_SSL_KEY_LOCATION === undefined)
+  if (c.KAFKA_SSL_KEY_PASSWORD !== undefined && c.KAFKA_SSL_KEY_LOCATION === undefined)
     problems.push({
       variable: "KAFKA_SSL_KEY_PASSWORD",
       message: "is set without KAFKA_SSL_KEY_LOCATION, the key it decrypts",

@@ -84,34 +84,7 @@ export async function configFrom(
     LOG_LEVEL: flags.logLevel,
     ...extra,
   };
-  const problems: string[] = [];
-  const location = findConfigFile(flags.config, process.env, process.cwd());
-  let file: FileSettings | undefined;
-  let configured: readonly RegisteredProjection[] = [];
-  let configFile: string | undefined;
-  if (location.kind === "missing") {
-    problems.push(
-      `  ${location.setting}=${location.path}: no such file; give the path of a replayable.config.ts`,
-    );
-  } else if (location.kind === "found") {
-    configFile = location.path;
-    const loaded = await importConfigFile(location.path);
-    if (!loaded.ok) problems.push(`  ${basename(location.path)}: ${loaded.problem}`);
-    else {
-      const parsed = parseConfigFile(location.path, loaded.value);
-      problems.push(...parsed.problems);
-      configured = parsed.projections;
-      file = parsed.settings;
-      const only = configured.length === 1 ? configured[0] : undefined;
-      if (only !== undefined && file.values.REPLAYABLE_PROJECTION === undefined) {
-        file = {
-          ...file,
-          values: { ...file.values, REPLAYABLE_PROJECTION: only.name },
-          names: { ...file.names, REPLAYABLE_PROJECTION: "projections[0].name" },
-        };
-      }
-    }
-  }
+  const { problems, configured, configFile, settings: file } = await readConfigFile(flags.config);
   const parsed = parseConfig(process.env, overrides, file);
   if (!parsed.ok) problems.push(...parsed.problems);
   const checkTables =
@@ -133,27 +106,66 @@ export async function configFrom(
   const given = (v: string | undefined) => v !== undefined && v !== "";
   const explicit = given(overrides.REPLAYABLE_PROJECTION) || given(process.env.REPLAYABLE_PROJECTION);
   const fromFile = file?.values.REPLAYABLE_PROJECTION !== undefined;
-  return {
-    config,
-    projections,
-    configFile,
-    projection(group?: string) {
-      if (explicit) return projections.get(config.projection);
-      if (group !== undefined && projections.has(group)) return projections.get(group);
-      if (fromFile) return projections.get(config.projection);
-      if (configured.length > 1)
-        throw new ReplayableError(
-          "CONFIG_INVALID",
-          `--projection: ${basename(configFile ?? "the config file")} has ${configured.length} projections (${configured.map((p) => p.name).join(", ")}); name one with --projection or REPLAYABLE_PROJECTION`,
-        );
-      if (group !== undefined)
-        throw new ReplayableError(
-          "CONFIG_INVALID",
-          `--projection: group ${group} is not the name of a projection (${projections.names().join(", ")}); say whose checkpoints to compare with --projection or REPLAYABLE_PROJECTION`,
-        );
-      return projections.get(config.projection);
-    },
+  const chosen = (group?: string) => {
+    if (explicit) return projections.get(config.projection);
+    if (group !== undefined && projections.has(group)) return projections.get(group);
+    if (fromFile) return projections.get(config.projection);
+    if (configured.length > 1)
+      throw new ReplayableError(
+        "CONFIG_INVALID",
+        `--projection: ${basename(configFile ?? "the config file")} has ${configured.length} projections (${configured.map((p) => p.name).join(", ")}); name one with --projection or REPLAYABLE_PROJECTION`,
+      );
+    if (group !== undefined)
+      throw new ReplayableError(
+        "CONFIG_INVALID",
+        `--projection: group ${group} is not the name of a projection (${projections.names().join(", ")}); say whose checkpoints to compare with --projection or REPLAYABLE_PROJECTION`,
+      );
+    return projections.get(config.projection);
   };
+  return { config, projections, configFile, projection: chosen };
+}
+
+/** What {@link readConfigFile} found: the file's settings and projections, and its problems (indented lines). */
+interface ConfigFileRead {
+  problems: string[];
+  configured: readonly RegisteredProjection[];
+  configFile: string | undefined;
+  settings: FileSettings | undefined;
+}
+
+/**
+ * Finds (`--config`, REPLAYABLE_CONFIG, or the working directory's replayable.config.ts), imports
+ * and parses the config file. A file with exactly one projection and no REPLAYABLE_PROJECTION
+ * setting names that projection. No file found is no problem; a named file missing is one.
+ */
+async function readConfigFile(flag: string | undefined): Promise<ConfigFileRead> {
+  const problems: string[] = [];
+  const location = findConfigFile(flag, process.env, process.cwd());
+  if (location.kind === "missing") {
+    problems.push(
+      `  ${location.setting}=${location.path}: no such file; give the path of a replayable.config.ts`,
+    );
+    return { problems, configured: [], configFile: undefined, settings: undefined };
+  }
+  if (location.kind !== "found")
+    return { problems, configured: [], configFile: undefined, settings: undefined };
+  const loaded = await importConfigFile(location.path);
+  if (!loaded.ok) {
+    problems.push(`  ${basename(location.path)}: ${loaded.problem}`);
+    return { problems, configured: [], configFile: location.path, settings: undefined };
+  }
+  const parsed = parseConfigFile(location.path, loaded.value);
+  problems.push(...parsed.problems);
+  let file = parsed.settings;
+  const only = parsed.projections.length === 1 ? parsed.projections[0] : undefined;
+  if (only !== undefined && file.values.REPLAYABLE_PROJECTION === undefined) {
+    file = {
+      ...file,
+      values: { ...file.values, REPLAYABLE_PROJECTION: only.name },
+      names: { ...file.names, REPLAYABLE_PROJECTION: "projections[0].name" },
+    };
+  }
+  return { problems, configured: parsed.projections, configFile: location.path, settings: file };
 }
 
 /**

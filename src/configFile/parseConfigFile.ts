@@ -121,8 +121,23 @@ export function parseConfigFile(path: string, exported: unknown): ParsedConfigFi
   if (entries !== undefined && !Array.isArray(entries)) {
     problems.push(`  ${label}: projections: must be an array of defineProjection({ ... }) entries`);
   }
+  projections.push(...checkedProjections(label, path, Array.isArray(entries) ? entries : [], problems));
+  return { path, settings: { ...settings, oauthBearerProvider }, projections, problems };
+}
+
+/**
+ * The valid projections of the file's `projections` entries, the first of each name; the problems
+ * of the others (invalid fields, a name used twice) go to `problems`, one indented line each.
+ */
+function checkedProjections(
+  label: string,
+  path: string,
+  entries: readonly unknown[],
+  problems: string[],
+): RegisteredProjection[] {
+  const projections: RegisteredProjection[] = [];
   const seen = new Map<string, number>();
-  for (const [index, entry] of (Array.isArray(entries) ? entries : []).entries()) {
+  for (const [index, entry] of entries.entries()) {
     const name =
       entry !== null && typeof entry === "object" && typeof (entry as { name?: unknown }).name === "string"
         ? (entry as { name: string }).name
@@ -141,7 +156,7 @@ export function parseConfigFile(path: string, exported: unknown): ParsedConfigFi
       if (first === undefined) projections.push(result.projection);
     } else for (const problem of result.problems) problems.push(`  ${where}: ${problem}`);
   }
-  return { path, settings: { ...settings, oauthBearerProvider }, projections, problems };
+  return projections;
 }
 
 function projectionOf(

@@ -123,26 +123,8 @@ async function recordEventIds<T>(
   key: Exclude<Projection["dedupe"], { kind: "offset" }>,
   duplicates: Record<DuplicateKeyKind, number>,
 ): Promise<{ fresh: IdentifiedRecord[]; inserted: number }> {
-  const { client, projection, topic, partition, records, deadLetter } = input;
-  // The first record of each id, in offset order; a later one with the same id is a repeat.
-  const firsts: IdentifiedRecord[] = [];
-  const firstIndex = new Map<string, number>();
-  const repeats: IdentifiedRecord[] = [];
-  for (const record of records) {
-    let eventId: string;
-    try {
-      eventId = extractEventId(record, key);
-    } catch (error) {
-      await deadLetter(record, codeOf(error, "EVENT_ID_MISSING"), recordErrorMessage(error));
-      continue;
-    }
-    const item = { record, eventId, offset: record.offset, valueSha256: valueDigest(record) };
-    if (firstIndex.has(eventId)) repeats.push(item);
-    else {
-      firstIndex.set(eventId, firsts.length);
-      firsts.push(item);
-    }
-  }
+  const { client, projection, topic, partition, deadLetter } = input;
+  const { firsts, firstIndex, repeats } = await identifyRecords(input.records, key, deadLetter);
   const { conflicts, seen } = await insertEventIds(client, projection.name, topic, partition, firsts);
   // Where an id is recorded now: its first record here, unless it was recorded before.
   const recordedAt = (item: IdentifiedRecord): RecordedId =>
@@ -182,6 +164,36 @@ async function recordEventIds<T>(
     } else duplicates.event_id += 1;
   }
   return { fresh, inserted: firsts.length - conflicts.size };
+}
+
+/**
+ * Extracts each record's event id (dead-lettering a record without one) and splits the records
+ * into the first of each id, in offset order, and the later repeats of an id.
+ */
+async function identifyRecords(
+  records: readonly KafkaRecord[],
+  key: Exclude<Projection["dedupe"], { kind: "offset" }>,
+  deadLetter: DeadLetterSink,
+): Promise<{ firsts: IdentifiedRecord[]; firstIndex: Map<string, number>; repeats: IdentifiedRecord[] }> {
+  const firsts: IdentifiedRecord[] = [];
+  const firstIndex = new Map<string, number>();
+  const repeats: IdentifiedRecord[] = [];
+  for (const record of records) {
+    let eventId: string;
+    try {
+      eventId = extractEventId(record, key);
+    } catch (error) {
+      await deadLetter(record, codeOf(error, "EVENT_ID_MISSING"), recordErrorMessage(error));
+      continue;
+    }
+    const item = { record, eventId, offset: record.offset, valueSha256: valueDigest(record) };
+    if (firstIndex.has(eventId)) repeats.push(item);
+    else {
+      firstIndex.set(eventId, firsts.length);
+      firsts.push(item);
+    }
+  }
+  return { firsts, firstIndex, repeats };
 }
 
 function reusedMessage(id: string, first: RecordedId): string {

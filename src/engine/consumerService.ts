@@ -151,17 +151,7 @@ export class ConsumerService {
     });
     this.connectAdmin = () => KafkaAdmin.connect(kafka);
     if (config.dlqTopic !== undefined) this.dlq = new DeadLetterPublisher(kafka, config.dlqTopic);
-    this.lagMonitor = new LagMonitor({
-      metrics: this.metrics,
-      groupId: config.groupId,
-      projection: projection.name,
-      topics: this.topics,
-      admin: () => this.adminClient(),
-      pool: this.pool,
-      intervalMs: config.lagRefreshMs,
-      stallTimeoutMs: config.stallTimeoutMs,
-      log,
-    });
+    this.lagMonitor = this.createLagMonitor();
     this.eventIdGauge = new EventIdGauge({
       metrics: this.metrics,
       pool: this.pool,
@@ -185,6 +175,22 @@ export class ConsumerService {
     this.events = new MemberEvents(log);
     this.observe(this.events);
     this.member = this.createMember(kafka);
+  }
+
+  /** The member's per-partition lag gauges and stall detection, refreshed every REPLAYABLE_LAG_REFRESH_MS. */
+  private createLagMonitor(): LagMonitor {
+    const { config, projection } = this.options;
+    return new LagMonitor({
+      metrics: this.metrics,
+      groupId: config.groupId,
+      projection: projection.name,
+      topics: this.topics,
+      admin: () => this.adminClient(),
+      pool: this.pool,
+      intervalMs: config.lagRefreshMs,
+      stallTimeoutMs: config.stallTimeoutMs,
+      log: this.log,
+    });
   }
 
   /** The member over a KafkaJS feed: the Kafka client stays in src/kafka/. */

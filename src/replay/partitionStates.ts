@@ -37,19 +37,7 @@ export async function readPartitionStates(
   },
 ): Promise<PartitionState[]> {
   const { groupId, projection, scope } = options;
-  let wanted: TopicArg[];
-  if ("allTopics" in scope) {
-    const committed = await admin.groupCommittedOffsets(groupId);
-    if (committed.length === 0) {
-      throw new ReplayableError(
-        "NOT_FOUND",
-        `--all-topics: consumer group ${groupId} has no committed offsets; name the topics with --topic T[:p,q]`,
-      );
-    }
-    const byTopic = new Map<string, number[]>();
-    for (const c of committed) byTopic.set(c.topic, [...(byTopic.get(c.topic) ?? []), c.partition]);
-    wanted = [...byTopic].map(([topic, partitions]) => ({ topic, partitions }));
-  } else wanted = [...scope.topics];
+  const wanted = "allTopics" in scope ? await committedTopics(admin, groupId) : [...scope.topics];
   await assertTopicsOnCluster(
     admin,
     wanted.map((w) => w.topic),
@@ -92,4 +80,21 @@ export async function readPartitionStates(
   return states.sort((a, b) =>
     a.topic === b.topic ? a.partition - b.partition : a.topic < b.topic ? -1 : 1,
   );
+}
+
+/**
+ * The topics and partitions the group has committed offsets for (`--all-topics`).
+ * @throws ReplayableError NOT_FOUND when it has none.
+ */
+async function committedTopics(admin: KafkaAdmin, groupId: string): Promise<TopicArg[]> {
+  const committed = await admin.groupCommittedOffsets(groupId);
+  if (committed.length === 0) {
+    throw new ReplayableError(
+      "NOT_FOUND",
+      `--all-topics: consumer group ${groupId} has no committed offsets; name the topics with --topic T[:p,q]`,
+    );
+  }
+  const byTopic = new Map<string, number[]>();
+  for (const c of committed) byTopic.set(c.topic, [...(byTopic.get(c.topic) ?? []), c.partition]);
+  return [...byTopic].map(([topic, partitions]) => ({ topic, partitions }));
 }

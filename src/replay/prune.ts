@@ -114,21 +114,7 @@ export async function prune(options: PruneOptions): Promise<PruneResult> {
   const ends = new Map<string, { partition: number; logStartOffset: string; highWatermark: string }[]>();
   for (const topic of topics) if (!absent.includes(topic)) ends.set(topic, await admin.topicOffsets(topic));
 
-  let unread = unreadPartitions(ends, await readCheckpoints(pool, name));
-  if (execute && unread.length > 0 && options.waitMs > 0) {
-    const { members } = await admin.describeGroup(groupId);
-    if (members.length > 0) {
-      options.log?.info(
-        { projection: name, groupId, unread: unread.length, waitMs: options.waitMs },
-        "waiting for the group to read the records in the log",
-      );
-      const deadline = Date.now() + options.waitMs;
-      while (unread.length > 0 && Date.now() < deadline) {
-        await new Promise((resolve) => setTimeout(resolve, options.pollMs ?? 500));
-        unread = unreadPartitions(ends, await readCheckpoints(pool, name));
-      }
-    }
-  }
+  const unread = await waitForUnread(options, ends);
   const refusal = unread.length === 0 ? undefined : unreadRefusal(name, groupId, unread);
 
   const partitions: PrunePartition[] = [];
@@ -170,14 +156,40 @@ export async function prune(options: PruneOptions): Promise<PruneResult> {
   };
 }
 
+/** Per topic, each partition's log start offset and high watermark. */
+export type LogEnds = ReadonlyMap<
+  string,
+  readonly { partition: number; logStartOffset: string; highWatermark: string }[]
+>;
+
+/**
+ * The partitions with records not yet read; with `execute`, `waitMs` above 0 and a group with
+ * members, polls the checkpoints every `pollMs` until none is left or `waitMs` has passed.
+ */
+async function waitForUnread(options: PruneOptions, ends: LogEnds): Promise<UnreadPartition[]> {
+  const { admin, pool, groupId } = options;
+  const name = options.projection.name;
+  let unread = unreadPartitions(ends, await readCheckpoints(pool, name));
+  if (!options.execute || unread.length === 0 || options.waitMs <= 0) return unread;
+  const { members } = await admin.describeGroup(groupId);
+  if (members.length === 0) return unread;
+  options.log?.info(
+    { projection: name, groupId, unread: unread.length, waitMs: options.waitMs },
+    "waiting for the group to read the records in the log",
+  );
+  const deadline = Date.now() + options.waitMs;
+  while (unread.length > 0 && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, options.pollMs ?? 500));
+    unread = unreadPartitions(ends, await readCheckpoints(pool, name));
+  }
+  return unread;
+}
+
 /**
  * The partitions with records not yet checked by event id: [max(checkpoint, log start), high
  * watermark) is not empty. A partition without a checkpoint has applied nothing (checkpoint 0).
  */
-export function unreadPartitions(
-  ends: ReadonlyMap<string, readonly { partition: number; logStartOffset: string; highWatermark: string }[]>,
-  checkpoints: readonly CheckpointRow[],
-): UnreadPartition[] {
+export function unreadPartitions(ends: LogEnds, checkpoints: readonly CheckpointRow[]): UnreadPartition[] {
   const unread: UnreadPartition[] = [];
   for (const [topic, offsets] of ends) {
     for (const o of offsets) {

@@ -50,6 +50,18 @@ export async function readTableShape(
   );
   const row = rel.rows[0]!;
   if (row.oid === null) return { shape: undefined, schemaExists: row.schema_exists };
+  return {
+    schemaExists: true,
+    shape: {
+      kind: row.relkind,
+      columns: await readColumns(client, row.oid),
+      uniqueKeys: await readUniqueKeys(client, row.oid),
+    },
+  };
+}
+
+/** The table's columns in order (pg_attribute), without dropped and system columns. */
+async function readColumns(client: pg.ClientBase, oid: number): Promise<TableColumn[]> {
   const columns = await client.query<{
     name: string;
     type: string;
@@ -71,8 +83,21 @@ export async function readTableShape(
        LEFT JOIN pg_collation co ON co.oid = a.attcollation
       WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped
       ORDER BY a.attnum`,
-    [row.oid],
+    [oid],
   );
+  return columns.rows.map((c) => ({
+    name: c.name,
+    type: c.type,
+    baseType: c.base_type,
+    notNull: c.not_null,
+    hasDefault: c.has_default,
+    generated: c.generated,
+    deterministic: c.deterministic,
+  }));
+}
+
+/** The column lists of the unique indexes ON CONFLICT can use, the primary key first (pg_index). */
+async function readUniqueKeys(client: pg.ClientBase, oid: number): Promise<string[][]> {
   const keys = await client.query<{ columns: string[] }>(
     `SELECT array_agg(a.attname::text ORDER BY k.ord) AS columns
        FROM pg_index i
@@ -82,22 +107,7 @@ export async function readTableShape(
         AND i.indpred IS NULL AND i.indexprs IS NULL AND k.ord <= i.indnkeyatts
       GROUP BY i.indexrelid
       ORDER BY bool_or(i.indisprimary) DESC, i.indexrelid`,
-    [row.oid],
+    [oid],
   );
-  return {
-    schemaExists: true,
-    shape: {
-      kind: row.relkind,
-      columns: columns.rows.map((c) => ({
-        name: c.name,
-        type: c.type,
-        baseType: c.base_type,
-        notNull: c.not_null,
-        hasDefault: c.has_default,
-        generated: c.generated,
-        deterministic: c.deterministic,
-      })),
-      uniqueKeys: keys.rows.map((k) => k.columns),
-    },
-  };
+  return keys.rows.map((k) => k.columns);
 }

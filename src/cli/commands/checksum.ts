@@ -34,33 +34,28 @@ export function checksumCommand(): Command {
     )
     .option("--projection <name>", "projection (env REPLAYABLE_PROJECTION)")
     .addOption(outputOption())
-    .action(
-      action(async (flags: ChecksumFlags) => {
-        const setup = await configFrom(
-          flags,
-          { REPLAYABLE_PROJECTION: flags.projection },
-          { checkTables: true },
-        );
-        const { config } = setup;
-        const projection = setup.projection();
-        await checkDatabase(config.databaseUrl, [], projection.tables);
-        const pool = createPool({ connectionString: config.databaseUrl, max: 1 });
-        try {
-          const tables = await tableChecksums(pool, projection.tables);
-          const state =
-            projection.origin === "example"
-              ? await stateChecksums[projection.name]?.(drizzleOf(pool))
-              : undefined;
-          const ledger = projection.name === "ledger" ? state : undefined;
-          if (flags.output === "json")
-            printJson({ projection: projection.name, tables, stateChecksum: state, ledgerChecksum: ledger });
-          else {
-            printTable(tables.map((t) => ({ table: t.table, rows: t.rows, md5: t.md5 })));
-            if (state !== undefined) process.stdout.write(`${projection.name} checksum ${state}\n`);
-          }
-        } finally {
-          await pool.end();
-        }
-      }),
-    );
+    .action(action(checksumAction));
+}
+
+/** Prints the row counts and MD5 checksums of the projection's tables, and its state checksum. */
+async function checksumAction(flags: ChecksumFlags): Promise<void> {
+  const setup = await configFrom(flags, { REPLAYABLE_PROJECTION: flags.projection }, { checkTables: true });
+  const { config } = setup;
+  const projection = setup.projection();
+  await checkDatabase(config.databaseUrl, [], projection.tables);
+  const pool = createPool({ connectionString: config.databaseUrl, max: 1 });
+  try {
+    const tables = await tableChecksums(pool, projection.tables);
+    const state =
+      projection.origin === "example" ? await stateChecksums[projection.name]?.(drizzleOf(pool)) : undefined;
+    const ledger = projection.name === "ledger" ? state : undefined;
+    if (flags.output === "json")
+      printJson({ projection: projection.name, tables, stateChecksum: state, ledgerChecksum: ledger });
+    else {
+      printTable(tables.map((t) => ({ table: t.table, rows: t.rows, md5: t.md5 })));
+      if (state !== undefined) process.stdout.write(`${projection.name} checksum ${state}\n`);
+    }
+  } finally {
+    await pool.end();
+  }
 }

@@ -113,32 +113,33 @@ function listCommand(): Command {
     )
     .option("--limit <n>", "at most this many", "100")
     .addOption(outputFlag())
-    .action(
-      action(async (flags: ListFlags) => {
-        const setup = await configFrom(flags, { REPLAYABLE_PROJECTION: flags.projection });
-        const { config } = setup;
-        const projection = setup.projection();
-        const limit = intFlag("--limit", flags.limit, 1, 1_000_000, 100);
-        await checkDatabase(config.databaseUrl, []);
-        const pool = createPool({ connectionString: config.databaseUrl, max: 1 });
-        try {
-          const filter = {
-            ...filterFrom(flags, projection.name),
-            state: flags.state as DeadLetterFilter["state"],
-          };
-          const letters = await selectDeadLetters(pool, { ...filter, limit: limit + 1 });
-          const shown = letters.slice(0, limit);
-          if (flags.output === "json") printJson(shown.map((l) => letterJson(l, false)));
-          else {
-            printTable(shown.map(listRow));
-            if (letters.length > limit)
-              process.stdout.write(`(more than ${limit}; raise --limit or narrow the filters)\n`);
-          }
-        } finally {
-          await pool.end();
-        }
-      }),
-    );
+    .action(action(listAction));
+}
+
+/** Prints the dead letters the filters select, at most `--limit` of them. */
+async function listAction(flags: ListFlags): Promise<void> {
+  const setup = await configFrom(flags, { REPLAYABLE_PROJECTION: flags.projection });
+  const { config } = setup;
+  const projection = setup.projection();
+  const limit = intFlag("--limit", flags.limit, 1, 1_000_000, 100);
+  await checkDatabase(config.databaseUrl, []);
+  const pool = createPool({ connectionString: config.databaseUrl, max: 1 });
+  try {
+    const filter = {
+      ...filterFrom(flags, projection.name),
+      state: flags.state as DeadLetterFilter["state"],
+    };
+    const letters = await selectDeadLetters(pool, { ...filter, limit: limit + 1 });
+    const shown = letters.slice(0, limit);
+    if (flags.output === "json") printJson(shown.map((l) => letterJson(l, false)));
+    else {
+      printTable(shown.map(listRow));
+      if (letters.length > limit)
+        process.stdout.write(`(more than ${limit}; raise --limit or narrow the filters)\n`);
+    }
+  } finally {
+    await pool.end();
+  }
 }
 
 function showCommand(): Command {
@@ -146,26 +147,27 @@ function showCommand(): Command {
     .description("print one dead letter with its key, value (UTF-8 if valid, else base64) and headers")
     .argument("<id>", "dead letter id (see `dead-letters list`)")
     .addOption(new Option("--output <format>", "text or json").choices(["text", "json"]).default("text"))
-    .action(
-      action(async (id: string, flags: ConnectionFlags & { output: string }) => {
-        if (!/^\d{1,18}$/.test(id))
-          throw new ReplayableError(
-            "CONFIG_INVALID",
-            `<id>: "${id}" is not a dead letter id; ids are whole numbers`,
-          );
-        const { config } = await configFrom(flags);
-        await checkDatabase(config.databaseUrl, []);
-        const pool = createPool({ connectionString: config.databaseUrl, max: 1 });
-        try {
-          const [letter] = await selectDeadLetters(pool, { ids: [id], state: "all" });
-          if (letter === undefined) throw new ReplayableError("NOT_FOUND", `no dead letter with id ${id}`);
-          if (flags.output === "json") printJson(letterJson(letter, true));
-          else process.stdout.write(showText(letter));
-        } finally {
-          await pool.end();
-        }
-      }),
+    .action(action(showAction));
+}
+
+/** Prints one dead letter in full. @throws ReplayableError NOT_FOUND when there is none with `id`. */
+async function showAction(id: string, flags: ConnectionFlags & { output: string }): Promise<void> {
+  if (!/^\d{1,18}$/.test(id))
+    throw new ReplayableError(
+      "CONFIG_INVALID",
+      `<id>: "${id}" is not a dead letter id; ids are whole numbers`,
     );
+  const { config } = await configFrom(flags);
+  await checkDatabase(config.databaseUrl, []);
+  const pool = createPool({ connectionString: config.databaseUrl, max: 1 });
+  try {
+    const [letter] = await selectDeadLetters(pool, { ids: [id], state: "all" });
+    if (letter === undefined) throw new ReplayableError("NOT_FOUND", `no dead letter with id ${id}`);
+    if (flags.output === "json") printJson(letterJson(letter, true));
+    else process.stdout.write(showText(letter));
+  } finally {
+    await pool.end();
+  }
 }
 
 function describeOutcome(outcome: RetryOutcome): string {
@@ -192,64 +194,75 @@ function retryCommand(): Command {
     )
     .option("--execute", "retry them; without it, only list what would be retried")
     .addOption(outputFlag())
-    .action(
-      action(async (flags: ChangeFlags) => {
-        const setup = await configFrom(flags, { REPLAYABLE_PROJECTION: flags.projection });
-        const { config } = setup;
-        const projection = setup.projection();
-        const log = cliLogger(config);
-        await checkDatabase(config.databaseUrl, flags.execute === true ? ["apply"] : [], projection.tables);
-        const pool = createPool({ connectionString: config.databaseUrl, max: 1 });
-        try {
-          const letters = await selectDeadLetters(pool, filterFrom(flags, projection.name));
-          if (!flags.execute) {
-            dryRun("retry", letters, flags.output);
-            return;
-          }
-          const results: { id: string; offset: string; outcome: RetryOutcome }[] = [];
-          for (const letter of letters) {
-            const client = await pool.connect();
-            try {
-              const outcome = await retryDeadLetter({
-                client,
-                projection,
-                id: letter.id,
-                maxRecordBytes: config.maxRecordBytes,
-                resolvedBy: operator(),
-                log,
-              });
-              results.push({
-                id: letter.id,
-                offset: `${letter.record.topic}/${letter.record.partition}@${letter.record.offset}`,
-                outcome,
-              });
-            } finally {
-              client.release();
-            }
-          }
-          const count = (kind: RetryOutcome["kind"]) => results.filter((r) => r.outcome.kind === kind).length;
-          const failed = count("failed");
-          if (flags.output === "json")
-            printJson({ retried: results.length, results: results.map((r) => ({ id: r.id, ...r.outcome })) });
-          else {
-            printTable(
-              results.map((r) => ({ id: r.id, record: r.offset, outcome: describeOutcome(r.outcome) })),
-            );
-            process.stdout.write(
-              `retried ${results.length}: ${count("applied")} applied, ${count("duplicate")} duplicate, ${count("superseded")} superseded by a rebuild, ${failed} failed again, ${count("already_resolved")} already resolved\n`,
-            );
-          }
-          if (failed > 0) {
-            process.stderr.write(
-              `replayable: ${failed} of ${results.length} dead letters failed again; see \`dead-letters show <id>\`\n`,
-            );
-            process.exitCode = 1;
-          }
-        } finally {
-          await pool.end();
-        }
-      }),
+    .action(action(retryAction));
+}
+
+/** One retried dead letter: its id, its record as `topic/partition@offset`, and what the retry did. */
+interface RetryResult {
+  id: string;
+  offset: string;
+  outcome: RetryOutcome;
+}
+
+/** Retries the selected dead letters (or lists them, without `--execute`); exit code 1 if any failed again. */
+async function retryAction(flags: ChangeFlags): Promise<void> {
+  const setup = await configFrom(flags, { REPLAYABLE_PROJECTION: flags.projection });
+  const { config } = setup;
+  const projection = setup.projection();
+  const log = cliLogger(config);
+  await checkDatabase(config.databaseUrl, flags.execute === true ? ["apply"] : [], projection.tables);
+  const pool = createPool({ connectionString: config.databaseUrl, max: 1 });
+  try {
+    const letters = await selectDeadLetters(pool, filterFrom(flags, projection.name));
+    if (!flags.execute) {
+      dryRun("retry", letters, flags.output);
+      return;
+    }
+    const results: RetryResult[] = [];
+    for (const letter of letters) {
+      const client = await pool.connect();
+      try {
+        const outcome = await retryDeadLetter({
+          client,
+          projection,
+          id: letter.id,
+          maxRecordBytes: config.maxRecordBytes,
+          resolvedBy: operator(),
+          log,
+        });
+        results.push({
+          id: letter.id,
+          offset: `${letter.record.topic}/${letter.record.partition}@${letter.record.offset}`,
+          outcome,
+        });
+      } finally {
+        client.release();
+      }
+    }
+    printRetryResults(results, flags.output);
+  } finally {
+    await pool.end();
+  }
+}
+
+/** Prints what each retry did and the totals; sets exit code 1 if any failed again. */
+function printRetryResults(results: readonly RetryResult[], output: string): void {
+  const count = (kind: RetryOutcome["kind"]) => results.filter((r) => r.outcome.kind === kind).length;
+  const failed = count("failed");
+  if (output === "json")
+    printJson({ retried: results.length, results: results.map((r) => ({ id: r.id, ...r.outcome })) });
+  else {
+    printTable(results.map((r) => ({ id: r.id, record: r.offset, outcome: describeOutcome(r.outcome) })));
+    process.stdout.write(
+      `retried ${results.length}: ${count("applied")} applied, ${count("duplicate")} duplicate, ${count("superseded")} superseded by a rebuild, ${failed} failed again, ${count("already_resolved")} already resolved\n`,
     );
+  }
+  if (failed > 0) {
+    process.stderr.write(
+      `replayable: ${failed} of ${results.length} dead letters failed again; see \`dead-letters show <id>\`\n`,
+    );
+    process.exitCode = 1;
+  }
 }
 
 function discardCommand(): Command {
@@ -260,36 +273,37 @@ function discardCommand(): Command {
     .option("--execute", "discard them; without it, only list what would be discarded")
     .option("--delete-bytes", "also delete their key, value and headers (cannot be undone)")
     .addOption(outputFlag())
-    .action(
-      action(async (flags: ChangeFlags) => {
-        const setup = await configFrom(flags, { REPLAYABLE_PROJECTION: flags.projection });
-        const { config } = setup;
-        const projection = setup.projection();
-        await checkDatabase(config.databaseUrl, []);
-        const pool = createPool({ connectionString: config.databaseUrl, max: 1 });
-        try {
-          const letters = await selectDeadLetters(pool, filterFrom(flags, projection.name));
-          if (!flags.execute) {
-            dryRun(flags.deleteBytes ? "discard (deleting their bytes)" : "discard", letters, flags.output);
-            return;
-          }
-          let discarded = 0;
-          const by = operator();
-          for (const letter of letters) {
-            if (await resolveDeadLetter(pool, letter.id, "discarded", by, flags.deleteBytes === true))
-              discarded += 1;
-          }
-          if (flags.output === "json")
-            printJson({ discarded, ids: letters.map((l) => l.id), bytesDeleted: flags.deleteBytes === true });
-          else
-            process.stdout.write(
-              `discarded ${discarded} dead letter${discarded === 1 ? "" : "s"}${flags.deleteBytes ? " and deleted their bytes" : "; their bytes stay in replayable.dead_letters"}\n`,
-            );
-        } finally {
-          await pool.end();
-        }
-      }),
-    );
+    .action(action(discardAction));
+}
+
+/** Resolves the selected dead letters as discarded (or lists them, without `--execute`). */
+async function discardAction(flags: ChangeFlags): Promise<void> {
+  const setup = await configFrom(flags, { REPLAYABLE_PROJECTION: flags.projection });
+  const { config } = setup;
+  const projection = setup.projection();
+  await checkDatabase(config.databaseUrl, []);
+  const pool = createPool({ connectionString: config.databaseUrl, max: 1 });
+  try {
+    const letters = await selectDeadLetters(pool, filterFrom(flags, projection.name));
+    if (!flags.execute) {
+      dryRun(flags.deleteBytes ? "discard (deleting their bytes)" : "discard", letters, flags.output);
+      return;
+    }
+    let discarded = 0;
+    const by = operator();
+    for (const letter of letters) {
+      if (await resolveDeadLetter(pool, letter.id, "discarded", by, flags.deleteBytes === true))
+        discarded += 1;
+    }
+    if (flags.output === "json")
+      printJson({ discarded, ids: letters.map((l) => l.id), bytesDeleted: flags.deleteBytes === true });
+    else
+      process.stdout.write(
+        `discarded ${discarded} dead letter${discarded === 1 ? "" : "s"}${flags.deleteBytes ? " and deleted their bytes" : "; their bytes stay in replayable.dead_letters"}\n`,
+      );
+  } finally {
+    await pool.end();
+  }
 }
 
 function dryRun(verb: string, letters: readonly DeadLetter[], output: string): void {

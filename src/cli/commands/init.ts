@@ -23,28 +23,29 @@ export function initCommand(): Command {
     .description(
       "write a commented replayable.config.ts with one typed projection and its first migration into the working directory",
     )
-    .action(
-      action(() => {
-        const cwd = process.cwd();
-        const files = initFiles();
-        const existing = Object.keys(files).filter((f) => existsSync(join(cwd, f)));
-        if (existing.length > 0)
-          throw new ReplayableError(
-            "CONFIG_INVALID",
-            `init: ${existing.join(", ")} already exist${existing.length === 1 ? "s" : ""} in ${cwd}; nothing was written. Move ${existing.length === 1 ? "it" : "them"} away or run init in another folder.`,
-          );
-        for (const [file, text] of Object.entries(files)) {
-          const path = join(cwd, file);
-          mkdirSync(dirname(path), { recursive: true });
-          writeFileSync(path, text, { flag: "wx" });
-          process.stdout.write(`wrote ${relative(cwd, path)}\n`);
-        }
-        process.stdout.write(
-          "next: `npx replayable migrate`, then `npx replayable run` (see the comments in replayable.config.ts)\n",
-        );
-        return Promise.resolve();
-      }),
+    .action(action(initAction));
+}
+
+/** Writes the starter files into the working directory, refusing if any exists already. */
+function initAction(): Promise<void> {
+  const cwd = process.cwd();
+  const files = initFiles();
+  const existing = Object.keys(files).filter((f) => existsSync(join(cwd, f)));
+  if (existing.length > 0)
+    throw new ReplayableError(
+      "CONFIG_INVALID",
+      `init: ${existing.join(", ")} already exist${existing.length === 1 ? "s" : ""} in ${cwd}; nothing was written. Move ${existing.length === 1 ? "it" : "them"} away or run init in another folder.`,
     );
+  for (const [file, text] of Object.entries(files)) {
+    const path = join(cwd, file);
+    mkdirSync(dirname(path), { recursive: true });
+    writeFileSync(path, text, { flag: "wx" });
+    process.stdout.write(`wrote ${relative(cwd, path)}\n`);
+  }
+  process.stdout.write(
+    "next: `npx replayable migrate`, then `npx replayable run` (see the comments in replayable.config.ts)\n",
+  );
+  return Promise.resolve();
 }
 
 const JOURNAL = {

@@ -78,21 +78,20 @@ export function migrateCommand(): Command {
       "--projection <name...>",
       "apply only these projections' migrations (default: every projection of the config file, and REPLAYABLE_PROJECTION's)",
     )
-    .action(
-      action(async (flags: MigrateFlags) => {
-        // A valid config's tables are checked after migrating (migrateAndCheck): a zero-code sink's
-        // table may be made by another projection's migration, which checking first would refuse.
-        // With other problems nothing is migrated, and the missing tables are listed too.
-        const setup = await configFrom(flags, {}, { checkTables: "with-other-problems" });
-        const { config } = setup;
-        const log = cliLogger(config);
-        const projections = projectionsToMigrate(setup, flags.projection);
-        await migrateAndCheck(config.databaseUrl, projections, setup.configFile);
-        const names = projections.map((p) => p.name);
-        log.info({ database: redactUrl(config.databaseUrl), projections: names }, "migrations applied");
-        process.stdout.write(
-          `migrations applied: replayable${names.length > 0 ? `, ${names.join(", ")}` : ""}\n`,
-        );
-      }),
-    );
+    .action(action(migrateAction));
+}
+
+/** Applies the pending migrations of replayable and the chosen projections, then checks their tables. */
+async function migrateAction(flags: MigrateFlags): Promise<void> {
+  // A valid config's tables are checked after migrating (migrateAndCheck): a zero-code sink's
+  // table may be made by another projection's migration, which checking first would refuse.
+  // With other problems nothing is migrated, and the missing tables are listed too.
+  const setup = await configFrom(flags, {}, { checkTables: "with-other-problems" });
+  const { config } = setup;
+  const log = cliLogger(config);
+  const projections = projectionsToMigrate(setup, flags.projection);
+  await migrateAndCheck(config.databaseUrl, projections, setup.configFile);
+  const names = projections.map((p) => p.name);
+  log.info({ database: redactUrl(config.databaseUrl), projections: names }, "migrations applied");
+  process.stdout.write(`migrations applied: replayable${names.length > 0 ? `, ${names.join(", ")}` : ""}\n`);
 }

@@ -54,43 +54,44 @@ export function pruneCommand(): Command {
       String(DEFAULT_WAIT_MS),
     )
     .addOption(outputOption())
-    .action(
-      action(async (flags: PruneFlags) => {
-        const setup = await configFrom(flags, {
-          REPLAYABLE_PROJECTION: flags.projection,
-          REPLAYABLE_GROUP_ID: flags.group,
-          REPLAYABLE_TOPICS: flags.topic?.join(","),
-        });
-        const { config } = setup;
-        const projection = setup.projection();
-        const waitMs = intFlag("--wait-ms", flags.waitMs, 0, 86_400_000, DEFAULT_WAIT_MS);
-        const log = cliLogger(config);
-        await checkDatabase(config.databaseUrl, flags.execute === true ? ["prune"] : []);
-        const admin = await cliAdmin(config, log, {
-          groupId: config.groupId,
-          groupOperation: "Describe",
-          topics: config.topics,
-          topicOperations: ["Describe"],
-        });
-        const pool = createPool({ connectionString: config.databaseUrl, max: 1 });
-        try {
-          const result = await prune({
-            admin,
-            pool,
-            projection,
-            groupId: config.groupId,
-            topics: config.topics,
-            execute: flags.execute === true,
-            waitMs,
-            log,
-          });
-          report(result, flags.execute === true, flags.output);
-        } finally {
-          await admin.close();
-          await pool.end();
-        }
-      }),
-    );
+    .action(action(pruneAction));
+}
+
+/** Finds (and with `--execute` deletes) the event-id rows below their partition's log start offset, and reports it. */
+async function pruneAction(flags: PruneFlags): Promise<void> {
+  const setup = await configFrom(flags, {
+    REPLAYABLE_PROJECTION: flags.projection,
+    REPLAYABLE_GROUP_ID: flags.group,
+    REPLAYABLE_TOPICS: flags.topic?.join(","),
+  });
+  const { config } = setup;
+  const projection = setup.projection();
+  const waitMs = intFlag("--wait-ms", flags.waitMs, 0, 86_400_000, DEFAULT_WAIT_MS);
+  const log = cliLogger(config);
+  await checkDatabase(config.databaseUrl, flags.execute === true ? ["prune"] : []);
+  const admin = await cliAdmin(config, log, {
+    groupId: config.groupId,
+    groupOperation: "Describe",
+    topics: config.topics,
+    topicOperations: ["Describe"],
+  });
+  const pool = createPool({ connectionString: config.databaseUrl, max: 1 });
+  try {
+    const result = await prune({
+      admin,
+      pool,
+      projection,
+      groupId: config.groupId,
+      topics: config.topics,
+      execute: flags.execute === true,
+      waitMs,
+      log,
+    });
+    report(result, flags.execute === true, flags.output);
+  } finally {
+    await admin.close();
+    await pool.end();
+  }
 }
 
 function report(result: PruneResult, execute: boolean, output: "table" | "json"): void {

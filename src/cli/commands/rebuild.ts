@@ -46,46 +46,47 @@ export function rebuildCommand(): Command {
       "rebuild even though records were deleted (a log start offset above 0) or may have been compacted away (cleanup.policy=compact)",
     )
     .addOption(outputOption())
-    .action(
-      action(async (flags: RebuildFlags) => {
-        const setup = await configFrom(
-          flags,
-          {
-            REPLAYABLE_PROJECTION: flags.projection,
-            REPLAYABLE_GROUP_ID: flags.group,
-            REPLAYABLE_TOPICS: flags.topic?.join(","),
-          },
-          { checkTables: true },
-        );
-        const { config } = setup;
-        const projection = setup.projection();
-        const log = cliLogger(config);
-        await checkDatabase(config.databaseUrl, flags.execute === true ? ["rebuild"] : [], projection.tables);
-        const admin = await cliAdmin(config, log, {
-          groupId: config.groupId,
-          groupOperation: flags.execute === true ? "Read" : "Describe",
-          topics: config.topics,
-          topicOperations: [flags.execute === true ? "Read" : "Describe", "DescribeConfigs"],
-        });
-        const pool = createPool({ connectionString: config.databaseUrl, max: 2 });
-        try {
-          const outcome = await rebuild({
-            admin,
-            pool,
-            projection,
-            groupId: config.groupId,
-            topics: config.topics,
-            execute: flags.execute === true,
-            force: flags.force === true,
-            log,
-          });
-          report(outcome, flags.output);
-        } finally {
-          await admin.close();
-          await pool.end();
-        }
-      }),
-    );
+    .action(action(rebuildAction));
+}
+
+/** Plans (and with `--execute` does) the rebuild of the projection and reports it. */
+async function rebuildAction(flags: RebuildFlags): Promise<void> {
+  const setup = await configFrom(
+    flags,
+    {
+      REPLAYABLE_PROJECTION: flags.projection,
+      REPLAYABLE_GROUP_ID: flags.group,
+      REPLAYABLE_TOPICS: flags.topic?.join(","),
+    },
+    { checkTables: true },
+  );
+  const { config } = setup;
+  const projection = setup.projection();
+  const log = cliLogger(config);
+  await checkDatabase(config.databaseUrl, flags.execute === true ? ["rebuild"] : [], projection.tables);
+  const admin = await cliAdmin(config, log, {
+    groupId: config.groupId,
+    groupOperation: flags.execute === true ? "Read" : "Describe",
+    topics: config.topics,
+    topicOperations: [flags.execute === true ? "Read" : "Describe", "DescribeConfigs"],
+  });
+  const pool = createPool({ connectionString: config.databaseUrl, max: 2 });
+  try {
+    const outcome = await rebuild({
+      admin,
+      pool,
+      projection,
+      groupId: config.groupId,
+      topics: config.topics,
+      execute: flags.execute === true,
+      force: flags.force === true,
+      log,
+    });
+    report(outcome, flags.output);
+  } finally {
+    await admin.close();
+    await pool.end();
+  }
 }
 
 function letters(n: string): string {

@@ -59,52 +59,51 @@ export function replayCommand(): Command {
       "--projection <name>",
       "projection whose checkpoints the counts use (env REPLAYABLE_PROJECTION; default: the group id when it names a projection)",
     )
-    .action(
-      action(async (flags: ReplayFlags) => {
-        if (flags.execute && flags.dryRun)
-          throw new ReplayableError("CONFIG_INVALID", "--execute and --dry-run exclude each other; give one");
-        if ((flags.topic === undefined) === !flags.allTopics)
-          throw new ReplayableError(
-            "CONFIG_INVALID",
-            "give either --topic T[:p,q] (repeatable) or --all-topics (every topic the group has committed offsets for)",
-          );
-        const spec = parseResetSpec(flags);
-        const scope = flags.allTopics
-          ? { allTopics: true as const }
-          : { topics: parseTopicArgs(flags.topic!) };
-        const setup = await configFrom(flags, {
-          REPLAYABLE_PROJECTION: flags.projection,
-          REPLAYABLE_GROUP_ID: flags.group,
-        });
-        const { config } = setup;
-        const projection = setup.projection(flags.group).name;
-        const log = cliLogger(config);
-        await checkDatabase(config.databaseUrl, []);
-        const admin = await cliAdmin(config, log, {
-          groupId: flags.group,
-          groupOperation: flags.execute === true ? "Read" : "Describe",
-          topics: scope.topics?.map((t) => t.topic) ?? [],
-          topicOperations: [flags.execute === true ? "Read" : "Describe"],
-        });
-        const pool = createPool({ connectionString: config.databaseUrl, max: 2 });
-        try {
-          const outcome = await replay({
-            admin,
-            pool,
-            groupId: flags.group,
-            projection,
-            scope,
-            spec,
-            execute: flags.execute === true,
-            log,
-          });
-          report(outcome, flags.output);
-        } finally {
-          await admin.close();
-          await pool.end();
-        }
-      }),
+    .action(action(replayAction));
+}
+
+/** Checks the flags, then plans (and with `--execute` commits) the offset reset and reports it. */
+async function replayAction(flags: ReplayFlags): Promise<void> {
+  if (flags.execute && flags.dryRun)
+    throw new ReplayableError("CONFIG_INVALID", "--execute and --dry-run exclude each other; give one");
+  if ((flags.topic === undefined) === !flags.allTopics)
+    throw new ReplayableError(
+      "CONFIG_INVALID",
+      "give either --topic T[:p,q] (repeatable) or --all-topics (every topic the group has committed offsets for)",
     );
+  const spec = parseResetSpec(flags);
+  const scope = flags.allTopics ? { allTopics: true as const } : { topics: parseTopicArgs(flags.topic!) };
+  const setup = await configFrom(flags, {
+    REPLAYABLE_PROJECTION: flags.projection,
+    REPLAYABLE_GROUP_ID: flags.group,
+  });
+  const { config } = setup;
+  const projection = setup.projection(flags.group).name;
+  const log = cliLogger(config);
+  await checkDatabase(config.databaseUrl, []);
+  const admin = await cliAdmin(config, log, {
+    groupId: flags.group,
+    groupOperation: flags.execute === true ? "Read" : "Describe",
+    topics: scope.topics?.map((t) => t.topic) ?? [],
+    topicOperations: [flags.execute === true ? "Read" : "Describe"],
+  });
+  const pool = createPool({ connectionString: config.databaseUrl, max: 2 });
+  try {
+    const outcome = await replay({
+      admin,
+      pool,
+      groupId: flags.group,
+      projection,
+      scope,
+      spec,
+      execute: flags.execute === true,
+      log,
+    });
+    report(outcome, flags.output);
+  } finally {
+    await admin.close();
+    await pool.end();
+  }
 }
 
 function report(outcome: ReplayOutcome, output: "table" | "json"): void {

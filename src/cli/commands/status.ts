@@ -1,8 +1,12 @@
 /** `replayable status`: per partition, the committed offset, the checkpoint, the high watermark and the lag. */
 import { Command } from "commander";
+import type pg from "pg";
+import type { Config } from "../../config.js";
 import { createPool } from "../../db/pool.js";
 import { checkDatabase } from "../../db/startupCheck.js";
+import type { KafkaAdmin } from "../../kafka/admin.js";
 import { committedOffsetOrNone, compareOffsets, offsetDistance } from "../../offsets.js";
+import type { Projection } from "../../projection.js";
 import { missingTopicsError, topicsNotOnCluster } from "../../replay/missingTopics.js";
 import { resolveProjectionTopics } from "../../replay/projectionTopics.js";
 import { readCheckpoints } from "../../sql/readCheckpoints.js";
@@ -86,68 +90,79 @@ export function statusCommand(): Command {
     )
     .option("--group <id>", "consumer group id (default: the projection name)")
     .addOption(outputOption())
-    .action(
-      action(async (flags: StatusFlags) => {
-        const setup = await configFrom(flags, {
-          REPLAYABLE_PROJECTION: flags.projection,
-          REPLAYABLE_TOPICS: flags.topic?.join(","),
-          REPLAYABLE_GROUP_ID: flags.group,
-        });
-        const { config } = setup;
-        const projection = setup.projection(flags.group);
-        const log = cliLogger(config);
-        await checkDatabase(config.databaseUrl, []);
-        const admin = await cliAdmin(config, log, {
-          groupId: config.groupId,
-          groupOperation: "Describe",
-          topics: config.topics,
-          topicOperations: ["Describe"],
-        });
-        const pool = createPool({ connectionString: config.databaseUrl, max: 1 });
-        try {
-          const resolved = await resolveProjectionTopics(
-            admin,
-            pool,
-            projection,
-            config.groupId,
-            config.topics,
-          );
-          const rows: PartitionStatus[] = [];
-          const warnings: string[] = [];
-          const checkpoints = await readCheckpoints(pool, projection.name);
-          // A topic named (or defaulted) that does not exist is a usage error; one found in the
-          // group's offsets or the checkpoints was deleted since: a warning, the rest is shown.
-          const gone = await topicsNotOnCluster(admin, resolved.topics);
-          if (gone.length > 0 && resolved.source !== "found") throw missingTopicsError(gone, resolved.label);
-          for (const topic of gone)
-            warnings.push(
-              `topic ${topic}: ${checkpoints.some((c) => c.topic === topic) ? "the projection has checkpoints" : "the group has committed offsets"} for it, but it no longer exists on the cluster`,
-            );
-          const topics = resolved.topics.filter((t) => !gone.includes(t));
-          const committed = topics.length === 0 ? [] : await admin.committedOffsets(config.groupId, topics);
-          for (const topic of topics) {
-            for (const p of await admin.topicOffsets(topic)) {
-              const { row, warning } = partitionStatus(
-                topic,
-                p,
-                committed.find((x) => x.topic === topic && x.partition === p.partition)?.offset,
-                checkpoints.find((x) => x.topic === topic && x.partition === p.partition)?.nextOffset,
-              );
-              rows.push(row);
-              if (warning !== undefined) warnings.push(warning);
-            }
-          }
-          if (flags.output === "json")
-            printJson({ groupId: config.groupId, projection: projection.name, partitions: rows, warnings });
-          else {
-            process.stdout.write(`group ${config.groupId}, projection ${projection.name}\n`);
-            printTable(rows as unknown as Record<string, string | number>[]);
-            for (const warning of warnings) process.stdout.write(`WARNING: ${warning}\n`);
-          }
-        } finally {
-          await admin.close();
-          await pool.end();
-        }
-      }),
+    .action(action(statusAction));
+}
+
+/** Prints, per partition of the projection's topics, the offsets, the checkpoint and the lag. */
+async function statusAction(flags: StatusFlags): Promise<void> {
+  const setup = await configFrom(flags, {
+    REPLAYABLE_PROJECTION: flags.projection,
+    REPLAYABLE_TOPICS: flags.topic?.join(","),
+    REPLAYABLE_GROUP_ID: flags.group,
+  });
+  const { config } = setup;
+  const projection = setup.projection(flags.group);
+  const log = cliLogger(config);
+  await checkDatabase(config.databaseUrl, []);
+  const admin = await cliAdmin(config, log, {
+    groupId: config.groupId,
+    groupOperation: "Describe",
+    topics: config.topics,
+    topicOperations: ["Describe"],
+  });
+  const pool = createPool({ connectionString: config.databaseUrl, max: 1 });
+  try {
+    const { rows, warnings } = await readPartitionStatus(admin, pool, projection, config);
+    if (flags.output === "json")
+      printJson({ groupId: config.groupId, projection: projection.name, partitions: rows, warnings });
+    else {
+      process.stdout.write(`group ${config.groupId}, projection ${projection.name}\n`);
+      printTable(rows as unknown as Record<string, string | number>[]);
+      for (const warning of warnings) process.stdout.write(`WARNING: ${warning}\n`);
+    }
+  } finally {
+    await admin.close();
+    await pool.end();
+  }
+}
+
+/**
+ * Every partition's {@link PartitionStatus} of the topics `status` shows, and the warnings: topics
+ * found in the group's offsets or the checkpoints but deleted since, committed offsets above the
+ * high watermark.
+ * @throws ReplayableError when a topic named or defaulted does not exist (a usage error).
+ */
+async function readPartitionStatus(
+  admin: KafkaAdmin,
+  pool: pg.Pool,
+  projection: Pick<Projection<unknown>, "name" | "defaultTopics">,
+  config: Config,
+): Promise<{ rows: PartitionStatus[]; warnings: string[] }> {
+  const resolved = await resolveProjectionTopics(admin, pool, projection, config.groupId, config.topics);
+  const rows: PartitionStatus[] = [];
+  const warnings: string[] = [];
+  const checkpoints = await readCheckpoints(pool, projection.name);
+  // A topic named (or defaulted) that does not exist is a usage error; one found in the
+  // group's offsets or the checkpoints was deleted since: a warning, the rest is shown.
+  const gone = await topicsNotOnCluster(admin, resolved.topics);
+  if (gone.length > 0 && resolved.source !== "found") throw missingTopicsError(gone, resolved.label);
+  for (const topic of gone)
+    warnings.push(
+      `topic ${topic}: ${checkpoints.some((c) => c.topic === topic) ? "the projection has checkpoints" : "the group has committed offsets"} for it, but it no longer exists on the cluster`,
     );
+  const topics = resolved.topics.filter((t) => !gone.includes(t));
+  const committed = topics.length === 0 ? [] : await admin.committedOffsets(config.groupId, topics);
+  for (const topic of topics) {
+    for (const p of await admin.topicOffsets(topic)) {
+      const { row, warning } = partitionStatus(
+        topic,
+        p,
+        committed.find((x) => x.topic === topic && x.partition === p.partition)?.offset,
+        checkpoints.find((x) => x.topic === topic && x.partition === p.partition)?.nextOffset,
+      );
+      rows.push(row);
+      if (warning !== undefined) warnings.push(warning);
+    }
+  }
+  return { rows, warnings };
 }

@@ -51,23 +51,7 @@ export function generateLedgerStream(options: LedgerStreamOptions): LedgerStream
   let orderSeq = 0;
   const baseTime = Date.UTC(2026, 0, 1);
 
-  const toRecord = (n: number, key: string, event: LedgerEvent): OutgoingRecord => {
-    const { type, ...data } = event;
-    const value =
-      event.type === "ledger.order.shipped"
-        ? { order: event.order, shipped_at: event.shippedAt.toISOString() }
-        : data;
-    return {
-      key,
-      value: JSON.stringify(value),
-      headers: {
-        ce_specversion: "1.0",
-        ce_id: `${prefix}${n}`,
-        ce_source: "/replayable/produce",
-        ce_type: type,
-      },
-    };
-  };
+  const toRecord = (n: number, key: string, event: LedgerEvent) => ledgerRecord(`${prefix}${n}`, key, event);
 
   while (records.length < options.count) {
     if (records.length > 0 && random() < options.duplicateRate) {
@@ -108,4 +92,18 @@ export function generateLedgerStream(options: LedgerStreamOptions): LedgerStream
   }
   const expected = { balances, orders };
   return { records, events, duplicates, expected, checksum: ledgerChecksum(expected) };
+}
+
+/** The record of one event: its key, its JSON value, and CloudEvents headers with `ce_id` = `id`. */
+function ledgerRecord(id: string, key: string, event: LedgerEvent): OutgoingRecord {
+  const { type, ...data } = event;
+  const value =
+    event.type === "ledger.order.shipped"
+      ? { order: event.order, shipped_at: event.shippedAt.toISOString() }
+      : data;
+  return {
+    key,
+    value: JSON.stringify(value),
+    headers: { ce_specversion: "1.0", ce_id: id, ce_source: "/replayable/produce", ce_type: type },
+  };
 }

@@ -242,23 +242,58 @@ const isObject = (v: unknown): v is Record<string, unknown> =>
  * Checks across fields, on whatever part of `input` is well-formed (so they are reported together
  * with shape problems). Paths as zod's: key parts always indexed.
  */
-function crossProblems(input: unknown): { path: PropertyKey[]; message: string }[] {
+function crossProblems(input: unknown): Problem[] {
   if (!isObject(input)) return [];
-  const problems: { path: PropertyKey[]; message: string }[] = [];
+  const problems: Problem[] = [];
   const add = (path: PropertyKey[] | string, message: string) =>
     problems.push({ path: typeof path === "string" ? [path] : path, message });
   const rawKey = input.key;
   const parts = (rawKey === undefined ? [] : Array.isArray(rawKey) ? rawKey : [rawKey]).filter(isObject);
-  const keyPath = (i: number, field: string) => ["key", i, field];
   const mode = input.mode ?? "upsert";
-  const tombstones = input.deleteOnTombstone === true;
 
+  const keyColumns = keyPartProblems(rawKey, parts, add);
+  if (isObject(input.columns)) {
+    for (const column of Object.keys(input.columns)) {
+      if (keyColumns.includes(column))
+        add(["columns", column], "is a key column, which the key fills; remove it from columns");
+    }
+    if (Object.keys(input.columns).length === 0 && parts.length === 0)
+      add("columns", 'must map at least one column, e.g. { email: { type: "text" } }');
+  }
+  if (mode === "upsert" && parts.length === 0 && !Array.isArray(rawKey))
+    add(
+      "key",
+      'is required in upsert mode: the column(s) of the primary key or unique constraint that ON CONFLICT matches, e.g. { from: "record-key", column: "id" }',
+    );
+  if (input.deleteOnTombstone === true) tombstoneProblems(input, parts, add);
+  if (isObject(input.dedupe)) {
+    const { kind, header, field } = input.dedupe;
+    if (kind === "event-id" && (header === undefined) === (field === undefined))
+      add("dedupe", 'event-id needs exactly one of header (e.g. "ce_id") or field (e.g. "id")');
+    if (kind === "offset" && (header !== undefined || field !== undefined))
+      add("dedupe", 'the offset key takes no header or field; use kind: "event-id" to dedupe by an id');
+  }
+  return problems;
+}
+
+/** A cross-field problem: its path as zod gives it, and the message. */
+type Problem = { path: PropertyKey[]; message: string };
+
+/** Records a problem at `path` (a top-level field's name, or a full path). */
+type AddProblem = (path: PropertyKey[] | string, message: string) => void;
+
+/**
+ * Problems of the key parts among themselves: an empty key list, a missing name, a whole record
+ * key mixed with named fields of it, a column named twice.
+ * @returns the key columns named, for the checks of `columns`.
+ */
+function keyPartProblems(rawKey: unknown, parts: Record<string, unknown>[], add: AddProblem): string[] {
   if (Array.isArray(rawKey) && rawKey.length === 0)
     add("key", "must name at least one key part, or be left out in insert mode");
   parts.forEach((part, i) => {
     if ((part.from === "field" || part.from === "header") && part.name === undefined)
       add(
-        keyPath(i, "name"),
+        ["key", i, "name"],
         `is required when from is "${part.from}": the ${part.from === "field" ? "top-level JSON field" : "header"} holding the key`,
       );
   });
@@ -275,41 +310,27 @@ function crossProblems(input: unknown): { path: PropertyKey[]; message: string }
       "key",
       `column ${JSON.stringify(column)} is named by two key parts; each key part fills its own column`,
     );
-  if (isObject(input.columns)) {
-    for (const column of Object.keys(input.columns)) {
-      if (keyColumns.includes(column))
-        add(["columns", column], "is a key column, which the key fills; remove it from columns");
-    }
-    if (Object.keys(input.columns).length === 0 && parts.length === 0)
-      add("columns", 'must map at least one column, e.g. { email: { type: "text" } }');
-  }
-  if (mode === "upsert" && parts.length === 0 && !Array.isArray(rawKey))
-    add(
-      "key",
-      'is required in upsert mode: the column(s) of the primary key or unique constraint that ON CONFLICT matches, e.g. { from: "record-key", column: "id" }',
-    );
-  if (tombstones) {
-    if (parts.length === 0 && !Array.isArray(rawKey))
-      add("key", "is required with deleteOnTombstone: a tombstone deletes the row of its key");
-    parts.forEach((part, i) => {
-      if (part.from === "field")
-        add(
-          keyPath(i, "from"),
-          'a tombstone has no value, so with deleteOnTombstone its key cannot come from a value field; use "record-key" or "header", or set deleteOnTombstone: false',
-        );
-    });
-    if (isObject(input.dedupe) && input.dedupe.kind === "event-id" && input.dedupe.field !== undefined)
+  return keyColumns;
+}
+
+/** Problems with deleteOnTombstone: a tombstone has no value, so its key and event id cannot come from one. */
+function tombstoneProblems(
+  input: Record<string, unknown>,
+  parts: Record<string, unknown>[],
+  add: AddProblem,
+): void {
+  if (parts.length === 0 && !Array.isArray(input.key))
+    add("key", "is required with deleteOnTombstone: a tombstone deletes the row of its key");
+  parts.forEach((part, i) => {
+    if (part.from === "field")
       add(
-        ["dedupe", "field"],
-        'a tombstone has no value, so no event-id field: with deleteOnTombstone use { kind: "offset" } or an event-id header',
+        ["key", i, "from"],
+        'a tombstone has no value, so with deleteOnTombstone its key cannot come from a value field; use "record-key" or "header", or set deleteOnTombstone: false',
       );
-  }
-  if (isObject(input.dedupe)) {
-    const { kind, header, field } = input.dedupe;
-    if (kind === "event-id" && (header === undefined) === (field === undefined))
-      add("dedupe", 'event-id needs exactly one of header (e.g. "ce_id") or field (e.g. "id")');
-    if (kind === "offset" && (header !== undefined || field !== undefined))
-      add("dedupe", 'the offset key takes no header or field; use kind: "event-id" to dedupe by an id');
-  }
-  return problems;
+  });
+  if (isObject(input.dedupe) && input.dedupe.kind === "event-id" && input.dedupe.field !== undefined)
+    add(
+      ["dedupe", "field"],
+      'a tombstone has no value, so no event-id field: with deleteOnTombstone use { kind: "offset" } or an event-id header',
+    );
 }

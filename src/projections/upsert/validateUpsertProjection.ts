@@ -76,7 +76,7 @@ async function problemsOf(spec: UpsertProjectionSpec, client: pg.ClientBase): Pr
   const missing = (column: string) =>
     `column ${JSON.stringify(column)} does not exist in ${spec.table}; its columns are ${shape.columns.map((c) => c.name).join(", ")} (names are case-sensitive)`;
 
-  const targets: { path: string; column: string; type: string; key: boolean }[] = [
+  const targets: Target[] = [
     ...spec.key.map((k, i) => ({ path: `${keyPath(i)}.column`, column: k.column, type: k.type, key: true })),
     ...mappedColumns(spec).map((c) => ({
       path: columnPath(c.column),
@@ -87,61 +87,12 @@ async function problemsOf(spec: UpsertProjectionSpec, client: pg.ClientBase): Pr
   ];
   for (const target of targets) {
     const column = byName.get(target.column);
-    if (column === undefined) {
-      add(target.path, missing(target.column));
-      continue;
-    }
-    if (column.generated) {
-      add(target.path, `column ${target.column} is a generated column, which PostgreSQL computes; remove it`);
-      continue;
-    }
-    const rejected = await probe(
-      client,
-      `EXPLAIN INSERT INTO ${quotedTable(spec.table)} (${pg.escapeIdentifier(target.column)}) SELECT NULL::${target.type}`,
-    );
-    if (rejected !== undefined) {
-      add(
-        target.path,
-        `declared type ${target.type} cannot be stored in column ${target.column} of type ${column.type} (${rejected}); declare a type PostgreSQL assigns to ${column.type}, or change the column`,
-      );
-      continue;
-    }
-    if (target.key && spec.deleteOnTombstone) {
-      const notComparable = await probe(
-        client,
-        `EXPLAIN DELETE FROM ${quotedTable(spec.table)} WHERE ${pg.escapeIdentifier(target.column)} = NULL::${target.type}`,
-      );
-      if (notComparable !== undefined) {
-        add(
-          target.path,
-          `declared type ${target.type} cannot be compared with column ${target.column} of type ${column.type} to delete a row (${notComparable}); declare the column's type`,
-        );
-      } else if (!exactKey(target.type, column)) {
-        add(
-          target.path,
-          `column ${target.column} of type ${column.type}${column.deterministic ? "" : " with a nondeterministic collation"} has equal values with different spellings, so a batch could apply a tombstone and a write of one key out of order; use a text, varchar, integer or uuid column with a deterministic collation, or set deleteOnTombstone: false`,
-        );
-      }
-    }
+    const problem =
+      column === undefined ? missing(target.column) : await targetProblem(client, spec, target, column);
+    if (problem !== undefined) add(target.path, problem);
   }
-
-  if (spec.key.length > 0 && spec.key.every((k) => byName.has(k.column))) {
-    const wanted = new Set(spec.key.map((k) => k.column));
-    const matches = shape.uniqueKeys.some(
-      (cols) => cols.length === wanted.size && cols.every((c) => wanted.has(c)),
-    );
-    if (!matches) {
-      const list = spec.key.map((k) => pg.escapeIdentifier(k.column)).join(", ");
-      const existing =
-        shape.uniqueKeys.length === 0
-          ? "it has none"
-          : `its usable ones are ${shape.uniqueKeys.map((cols) => `(${cols.join(", ")})`).join(", ")}`;
-      add(
-        "key",
-        `the key column${wanted.size > 1 ? "s" : ""} (${[...wanted].join(", ")}) ${wanted.size > 1 ? "are" : "is"} not the primary key or a unique constraint of ${spec.table} (${existing}), which ON CONFLICT and dedupe by key need; add one in a migration (ALTER TABLE ${quotedTable(spec.table)} ADD PRIMARY KEY (${list})), or change key`,
-      );
-    }
-  }
+  const keyProblem = keyConstraintProblem(spec, shape, byName);
+  if (keyProblem !== undefined) add("key", keyProblem);
 
   const written = new Set(targets.map((t) => t.column));
   for (const column of unfilled(shape, written)) {
@@ -151,6 +102,67 @@ async function problemsOf(spec: UpsertProjectionSpec, client: pg.ClientBase): Pr
     );
   }
   return problems;
+}
+
+/** A column the sink writes: a key column or a mapped one, with the type the spec declares. */
+interface Target {
+  path: string;
+  column: string;
+  type: string;
+  key: boolean;
+}
+
+/**
+ * Why the sink cannot write `target` into `column` (generated, a type PostgreSQL does not assign,
+ * or a key that cannot delete a row exactly), probed with EXPLAIN; undefined when it can.
+ */
+async function targetProblem(
+  client: pg.ClientBase,
+  spec: UpsertProjectionSpec,
+  target: Target,
+  column: TableColumn,
+): Promise<string | undefined> {
+  if (column.generated)
+    return `column ${target.column} is a generated column, which PostgreSQL computes; remove it`;
+  const rejected = await probe(
+    client,
+    `EXPLAIN INSERT INTO ${quotedTable(spec.table)} (${pg.escapeIdentifier(target.column)}) SELECT NULL::${target.type}`,
+  );
+  if (rejected !== undefined)
+    return `declared type ${target.type} cannot be stored in column ${target.column} of type ${column.type} (${rejected}); declare a type PostgreSQL assigns to ${column.type}, or change the column`;
+  if (!target.key || !spec.deleteOnTombstone) return undefined;
+  const notComparable = await probe(
+    client,
+    `EXPLAIN DELETE FROM ${quotedTable(spec.table)} WHERE ${pg.escapeIdentifier(target.column)} = NULL::${target.type}`,
+  );
+  if (notComparable !== undefined)
+    return `declared type ${target.type} cannot be compared with column ${target.column} of type ${column.type} to delete a row (${notComparable}); declare the column's type`;
+  if (!exactKey(target.type, column))
+    return `column ${target.column} of type ${column.type}${column.deterministic ? "" : " with a nondeterministic collation"} has equal values with different spellings, so a batch could apply a tombstone and a write of one key out of order; use a text, varchar, integer or uuid column with a deterministic collation, or set deleteOnTombstone: false`;
+  return undefined;
+}
+
+/**
+ * Why the key columns are not the primary key or a unique constraint of the table (which
+ * ON CONFLICT needs); undefined when they are, or when a key column is missing (reported already).
+ */
+function keyConstraintProblem(
+  spec: UpsertProjectionSpec,
+  shape: TableShape,
+  byName: ReadonlyMap<string, TableColumn>,
+): string | undefined {
+  if (spec.key.length === 0 || !spec.key.every((k) => byName.has(k.column))) return undefined;
+  const wanted = new Set(spec.key.map((k) => k.column));
+  const matches = shape.uniqueKeys.some(
+    (cols) => cols.length === wanted.size && cols.every((c) => wanted.has(c)),
+  );
+  if (matches) return undefined;
+  const list = spec.key.map((k) => pg.escapeIdentifier(k.column)).join(", ");
+  const existing =
+    shape.uniqueKeys.length === 0
+      ? "it has none"
+      : `its usable ones are ${shape.uniqueKeys.map((cols) => `(${cols.join(", ")})`).join(", ")}`;
+  return `the key column${wanted.size > 1 ? "s" : ""} (${[...wanted].join(", ")}) ${wanted.size > 1 ? "are" : "is"} not the primary key or a unique constraint of ${spec.table} (${existing}), which ON CONFLICT and dedupe by key need; add one in a migration (ALTER TABLE ${quotedTable(spec.table)} ADD PRIMARY KEY (${list})), or change key`;
 }
 
 /** NOT NULL columns without a default that the sink does not write. */
