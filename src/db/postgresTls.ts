@@ -12,6 +12,7 @@ import { readFileSync } from "node:fs";
 import type { ConnectionOptions } from "node:tls";
 import { ReplayableError } from "../errors.js";
 import { registerSecret } from "../secrets.js";
+import { unreadableFileReason } from "../unreadableFile.js";
 
 /** libpq's `sslmode` values. */
 export const SSL_MODES = ["disable", "allow", "prefer", "require", "verify-ca", "verify-full"] as const;
@@ -222,13 +223,7 @@ function pemFile(parameter: string, path: string, readFile: ReadFile, label: str
   try {
     text = readFile(path);
   } catch (error) {
-    const code = (error as { code?: unknown }).code;
-    const reason =
-      code === "ENOENT"
-        ? "no such file"
-        : code === "EACCES"
-          ? "permission denied"
-          : `cannot be read (${String(code)})`;
+    const reason = unreadableFileReason(error);
     throw problem(`${parameter}=${path}: ${reason}; give the path of a PEM file with ${what}`);
   }
   if (!text.includes(`-----BEGIN `) || !text.includes(`${label}-----`))

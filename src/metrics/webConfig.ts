@@ -10,6 +10,7 @@ import { createSecureContext } from "node:tls";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { ReplayableError } from "../errors.js";
+import { unreadableFileReason } from "../unreadableFile.js";
 
 /** The setting that names the file. */
 export const WEB_CONFIG_SETTING = "REPLAYABLE_METRICS_WEB_CONFIG_FILE";
@@ -243,13 +244,7 @@ function readText(readFile: ReadFile, path: string, what: string, fail: Fail): s
   try {
     return readFile(path);
   } catch (error) {
-    const code = (error as { code?: unknown }).code;
-    const reason =
-      code === "ENOENT"
-        ? "no such file"
-        : code === "EACCES"
-          ? "permission denied"
-          : `cannot be read (${String(code)})`;
+    const reason = unreadableFileReason(error);
     throw fail([`${what}${what === "the file" ? "" : ` ${path}`}: ${reason}`]);
   }
 }
