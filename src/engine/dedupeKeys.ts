@@ -14,14 +14,22 @@ export const MAX_EVENT_ID_LENGTH = 512;
  * number: "0042" and "9007199254740993" stay as they are).
  * @throws PermanentRecordError `EVENT_ID_MISSING` when the header or field is absent, empty,
  *   not a string, not valid UTF-8, holds a NUL character (PostgreSQL `text` cannot store U+0000),
- *   or is longer than {@link MAX_EVENT_ID_LENGTH}.
+ *   or is longer than {@link MAX_EVENT_ID_LENGTH}; also when the header is sent more than once with
+ *   different values (Kafka allows repeated header names, KIP-82: no rule says which one is the id).
  */
 export function extractEventId(record: KafkaRecord, key: Exclude<DedupeKey, { kind: "offset" }>): string {
   let id: unknown;
   let where: string;
   if ("header" in key) {
     where = `header ${key.header}`;
-    const raw = record.headers[key.header]?.[0];
+    const values = record.headers[key.header] ?? [];
+    const raw = values[0];
+    if (values.some((v) => !v.equals(raw!))) {
+      throw new PermanentRecordError(
+        "EVENT_ID_MISSING",
+        `${where} is sent ${values.length} times with different values: the producer must send one id per record`,
+      );
+    }
     if (raw !== undefined && !isUtf8(raw)) {
       throw new PermanentRecordError("EVENT_ID_MISSING", `${where} is not valid UTF-8`);
     }

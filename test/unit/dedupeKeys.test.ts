@@ -38,6 +38,14 @@ describe("extractEventId", () => {
     ).toThrow(/not valid UTF-8/);
   });
 
+  it("refuses a header sent twice with different values (which one is the id is unknowable) and takes a repeated equal one", () => {
+    const key = { kind: "event-id", header: "ce_id" } as const;
+    expect(() => extractEventId(rec("{}", { ce_id: [Buffer.from("a"), Buffer.from("b")] }), key)).toThrow(
+      /header ce_id is sent 2 times with different values/,
+    );
+    expect(extractEventId(rec("{}", { ce_id: [Buffer.from("a"), Buffer.from("a")] }), key)).toBe("a");
+  });
+
   it("digests values so a redelivery and a reused id differ", () => {
     // SHA-256("a"), as 64 lowercase hex digits (FIPS 180-4; the same as `printf a | sha256sum`).
     expect(valueDigest(rec("a"))).toBe("ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb");
