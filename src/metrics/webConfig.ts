@@ -10,6 +10,7 @@ import { createSecureContext } from "node:tls";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { ReplayableError } from "../errors.js";
+import { closest } from "../suggest.js";
 import { unreadableFileReason } from "../unreadableFile.js";
 
 /** The setting that names the file. */
@@ -89,6 +90,13 @@ const schema = z.strictObject({
   rate_limit: unknownSupported,
 });
 
+/** The keys each object of the file takes, by its path ("" for the top), for "did you mean". */
+const KNOWN_KEYS: Readonly<Record<string, readonly string[]>> = {
+  "": Object.keys(schema.shape),
+  tls_server_config: Object.keys(schema.shape.tls_server_config.unwrap().shape),
+  http_server_config: Object.keys(schema.shape.http_server_config.unwrap().shape),
+};
+
 /** The TLS settings, as node:tls takes them. */
 export interface WebTls {
   readonly cert: string;
@@ -160,8 +168,13 @@ function describeIssue(issue: z.core.$ZodIssue): string {
   const at = issue.path.join(".");
   if (issue.code === "unrecognized_keys") {
     const where = at === "" ? "" : `${at}.`;
+    const known = KNOWN_KEYS[at] ?? [];
     return issue.keys
-      .map((k) => `${where}${k}: unknown key (see docs/security.md "Metrics endpoint")`)
+      .map((k) => {
+        const suggestion = closest(k, known);
+        const hint = suggestion === undefined ? "" : `; did you mean ${suggestion}?`;
+        return `${where}${k}: unknown key${hint} (see docs/security.md "Metrics endpoint")`;
+      })
       .join("; ");
   }
   return `${at === "" ? "the file" : at}: ${issue.message}`;

@@ -88,6 +88,16 @@ describe("loadWebConfig (the Prometheus exporters' web configuration)", () => {
     expect(problem("basic_auth:\n  a: b\n")).toMatch(/: basic_auth: unknown key/);
   });
 
+  it("suggests the nearest known key for a misspelt one, at the top and nested", () => {
+    expect(problem("basic_auth_user:\n  a: b\n")).toMatch(
+      /basic_auth_user: unknown key; did you mean basic_auth_users\?/,
+    );
+    expect(problem(`tls_server_config:\n  cert_file: x\n  key_file: y\n  certfile: z\n`)).toMatch(
+      /tls_server_config\.certfile: unknown key; did you mean cert_file\?/,
+    );
+    expect(problem("nonsense_key_here: 1\n")).not.toMatch(/did you mean/);
+  });
+
   it("refuses options replayable does not implement, saying so", () => {
     expect(problem("rate_limit:\n  interval: 1s\n  burst: 2\n")).toMatch(/rate_limit is not supported/);
     expect(
