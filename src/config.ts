@@ -199,7 +199,7 @@ export interface Config {
   readonly projection: string;
   /** Topics to consume; empty means the projection's default topics. */
   readonly topics: readonly string[];
-  /** Consumer group id; defaults to the projection name (DESIGN.md "Words"). */
+  /** Consumer group id; defaults to the projection name (docs/design.md "Words"). */
   readonly groupId: string;
   readonly partitionsConsumedConcurrently: number;
   /** Fetch a partition's next batch while its current batch's transaction runs (one batch ahead). */

@@ -7,7 +7,7 @@ import type { KafkaRecord } from "./record.js";
 
 /**
  * A projection as the config file declares it: the owner of some tables and the handler that
- * writes them (DESIGN.md "Words"). The engine calls `decode` and `apply` inside the
+ * writes them (docs/design.md "Words"). The engine calls `decode` and `apply` inside the
  * dedupe-then-effect transaction; see docs/projections.md.
  */
 export interface ProjectionDefinition<T> {

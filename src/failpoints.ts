@@ -16,7 +16,7 @@ export type FailpointName =
   | "after-db-commit"
   | "after-offset-commit"
   | "in-apply"
-  /** Before each offset commit request (DESIGN.md step 8); `throw` makes the attempt fail. */
+  /** Before each offset commit request (docs/design.md step 8); `throw` makes the attempt fail. */
   | "offset-commit"
   /** `rebuild --execute` holds the projection's exclusive advisory lock and has changed nothing yet. */
   | "rebuild-locked";

@@ -1,6 +1,6 @@
 /**
  * What a projection is: a name, a dedupe key, a decode step and an apply step.
- * The engine calls them inside the dedupe-then-effect transaction (DESIGN.md).
+ * The engine calls them inside the dedupe-then-effect transaction (docs/design.md).
  */
 import type pg from "pg";
 import type { Logger } from "pino";
@@ -8,7 +8,7 @@ import type { Db } from "./db/pool.js";
 import type { KafkaRecord } from "./record.js";
 
 /**
- * How a second delivery is recognised (DESIGN.md "dedupe key"):
+ * How a second delivery is recognised (docs/design.md "dedupe key"):
  * - `offset`: (topic, partition, offset); the checkpoint alone is the set of applied offsets.
  *   A producer that re-sends an event makes a new record at a new offset, which is applied again.
  * - `event-id` from a header (e.g. CloudEvents binary mode `ce_id`) or a top-level string field of
@@ -44,7 +44,7 @@ export interface DecodedRecord<T> {
 
 /**
  * A projection: the owner of some derived tables and the handler that writes them.
- * All dedupe state is keyed by `name` (DESIGN.md "Words").
+ * All dedupe state is keyed by `name` (docs/design.md "Words").
  *
  * `decode` must be pure; throw (preferably a PermanentRecordError) for a record that can never be
  * applied: the engine dead-letters it. `apply` runs in a savepoint; a PostgreSQL data or constraint

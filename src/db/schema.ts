@@ -30,7 +30,7 @@ export const replayableSchema = pgSchema("replayable");
 /**
  * Per (projection, topic, partition): the next offset to apply. Every offset below it was
  * applied or dead-lettered. Changed only inside the transaction that applies records
- * (DESIGN.md "The transaction"); its row lock is the fence between two members.
+ * (docs/design.md "The transaction"); its row lock is the fence between two members.
  */
 export const checkpoints = replayableSchema.table(
   "checkpoints",
@@ -78,7 +78,7 @@ export const processedEvents = replayableSchema.table(
 export const DEAD_LETTER_RESOLUTIONS = ["applied", "duplicate", "discarded", "superseded"] as const;
 
 /**
- * Records that could not be applied, with their exact bytes and the error (DESIGN.md "dead letter").
+ * Records that could not be applied, with their exact bytes and the error (docs/design.md "dead letter").
  * Written in the transaction that advances the checkpoint past the record. `replayable dead-letters
  * retry` re-applies one (`attempts` counts every try, `error_*` keep the latest failure) and sets
  * `resolved_at`/`resolution`; `discard` resolves without applying. At most one unresolved row per

@@ -1,5 +1,5 @@
 /**
- * The dedupe-then-effect transaction for one partition's batch (DESIGN.md "The transaction",
+ * The dedupe-then-effect transaction for one partition's batch (docs/design.md "The transaction",
  * steps 1–7). Records arrive in offset order; the caller commits the Kafka offset (step 8)
  * only after this returns `committed`.
  */
@@ -28,7 +28,7 @@ export interface DeadLettered {
 
 /** What one committed transaction did. Counts are of records in the batch. */
 export interface BatchResult {
-  /** Last offset of the batch + 1: the offset to commit to Kafka (DESIGN.md step 8). */
+  /** Last offset of the batch + 1: the offset to commit to Kafka (docs/design.md step 8). */
   readonly nextOffset: string;
   /** The checkpoint after COMMIT (>= nextOffset during a replay). */
   readonly checkpoint: string;
@@ -52,7 +52,7 @@ export interface ApplyBatchInput<T> {
    * fetch, where transaction markers (commit/abort control records) and aborted records that
    * `read_committed` filtered out follow the last data record. The checkpoint and the Kafka offset
    * to commit become `throughOffset + 1`, so they reach the high watermark. Default: the last
-   * record's offset. Gaps in offsets are normal (DESIGN.md "Replay and rebuild").
+   * record's offset. Gaps in offsets are normal (docs/design.md "Replay and rebuild").
    */
   readonly throughOffset?: string;
   /** Partition high watermark when fetched; a checkpoint above it means the log was recreated or truncated. */

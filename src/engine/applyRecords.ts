@@ -1,5 +1,5 @@
 /**
- * DESIGN.md "The transaction", steps 4–5, shared by the consumer's batches ({@link applyBatch})
+ * docs/design.md "The transaction", steps 4–5, shared by the consumer's batches ({@link applyBatch})
  * and `dead-letters retry` ({@link retryDeadLetter}): record event ids, check sizes, decode and
  * apply each fresh record in its savepoint, and hand every record that cannot be applied to
  * `deadLetter`. Runs inside a transaction the caller opened.

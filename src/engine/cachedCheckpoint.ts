@@ -5,7 +5,7 @@
  *
  * Why skipping a batch below the cached value never loses a record:
  * - the value is only ever taken from the result of a committed transaction, which read the
- *   checkpoint under its row lock (DESIGN.md "The transaction", step 2) and moved it forward only,
+ *   checkpoint under its row lock (docs/design.md "The transaction", step 2) and moved it forward only,
  *   so while the projection is not rebuilt it is never above the true checkpoint;
  * - every assignment (group join, rebalance) forgets the value and starts a new epoch, and the
  *   result of a transaction that began in an earlier epoch is not remembered. A partition handed to

@@ -1,5 +1,5 @@
 /**
- * DESIGN.md "Replay and rebuild": if a partition's high watermark is below its checkpoint, the
+ * docs/design.md "Replay and rebuild": if a partition's high watermark is below its checkpoint, the
  * topic was deleted and recreated, or truncated. Reading on would skip the new records as
  * duplicates (their offsets are below the checkpoint), so the consumer stops instead.
  */

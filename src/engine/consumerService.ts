@@ -438,7 +438,7 @@ export class ConsumerService {
 
   /**
    * On every join: each assigned partition's high watermark must be at or above the projection's
-   * checkpoint, else the topic was recreated or truncated and the member stops (DESIGN.md). The
+   * checkpoint, else the topic was recreated or truncated and the member stops (docs/design.md). The
    * per-batch check in applyBatch covers partitions that get records; this one also catches a
    * recreated topic that is still empty. A failed check is logged, not fatal: the batch check stays.
    */

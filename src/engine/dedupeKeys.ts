@@ -1,4 +1,4 @@
-/** Extracting the event id a projection dedupes by, from a header or a JSON field (DESIGN.md "dedupe key"). */
+/** Extracting the event id a projection dedupes by, from a header or a JSON field (docs/design.md "dedupe key"). */
 import { isUtf8 as bufferIsUtf8 } from "node:buffer";
 import { createHash, hash } from "node:crypto";
 import { unstorableTextReason } from "../text.js";

@@ -69,7 +69,7 @@ export interface TransactionRequest extends TopicPartition {
 }
 
 /**
- * Runs one dedupe-then-effect transaction (DESIGN.md steps 1-7) and reports how long BEGIN to
+ * Runs one dedupe-then-effect transaction (docs/design.md steps 1-7) and reports how long BEGIN to
  * COMMIT took, ms. Throws the transaction's error after its ROLLBACK.
  */
 export type TransactionRunner = (
@@ -377,7 +377,7 @@ export class PartitionWorker implements TopicPartition {
   }
 
   /**
-   * Acts on `applied`: asks the feed to commit the offset with the batch's generation (DESIGN.md
+   * Acts on `applied`: asks the feed to commit the offset with the batch's generation (docs/design.md
    * step 8) without holding up the partition's next transaction (the feed keeps a partition's
    * commits in order; a graceful stop waits for them), then tells the observers.
    */

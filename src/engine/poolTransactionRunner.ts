@@ -1,6 +1,6 @@
 /**
  * The {@link TransactionRunner} of a running member: each transaction on a connection of the pool,
- * through {@link applyBatch} (DESIGN.md "The transaction", steps 1-7).
+ * through {@link applyBatch} (docs/design.md "The transaction", steps 1-7).
  */
 import type pg from "pg";
 import type { Projection } from "../projection.js";

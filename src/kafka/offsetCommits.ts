@@ -1,5 +1,5 @@
 /**
- * Offset commits of a KafkaJS consumer group member (DESIGN.md step 8), fenced by the generation a
+ * Offset commits of a KafkaJS consumer group member (docs/design.md step 8), fenced by the generation a
  * batch was fetched in: after a rebalance a commit is skipped, never sent for a partition this
  * member may no longer own. A partition's commits leave one after another, in the order asked; one
  * that fails for another reason (three quick attempts) is retried in the background with back-off

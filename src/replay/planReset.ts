@@ -1,7 +1,7 @@
 /**
  * The pure half of `replay`: for each partition, the new committed offset a reset gives
  * (the rules of `kafka-consumer-groups --reset-offsets`, KIP-122) and what running the
- * consumer afterwards will do, measured against the projection's checkpoint (DESIGN.md
+ * consumer afterwards will do, measured against the projection's checkpoint (docs/design.md
  * "Replay and rebuild"). All offsets are 64-bit: strings in, bigint inside, strings out.
  */
 import { ReplayableError } from "../errors.js";
@@ -121,7 +121,7 @@ export function newOffsetFor(spec: ResetSpec, state: PartitionState): { offset: 
 }
 
 /**
- * What the consumer does after the group was reset to `newOffset` (DESIGN.md "Replay and rebuild"):
+ * What the consumer does after the group was reset to `newOffset` (docs/design.md "Replay and rebuild"):
  * it reads from `newOffset` (moved into [log start, high watermark], where reading really starts)
  * up to the high watermark; below the checkpoint records are duplicates, at or past it they are
  * applied; a new offset past the checkpoint skips the records in between for good.

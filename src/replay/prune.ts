@@ -1,5 +1,5 @@
 /**
- * `prune`: delete event-id rows that can never matter again (DESIGN.md "Pruning dedupe state",
+ * `prune`: delete event-id rows that can never matter again (docs/design.md "Pruning dedupe state",
  * docs/design.md for the whole rule). An id row is what makes a later record with the same id a
  * duplicate, so it may go only when no record that could carry the id can still be checked:
  * 1. its source offset is below its partition's log start offset (that record can never be read

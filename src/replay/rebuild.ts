@@ -1,5 +1,5 @@
 /**
- * `rebuild`: recompute a projection from the log (DESIGN.md "Replay and rebuild"). With the group
+ * `rebuild`: recompute a projection from the log (docs/design.md "Replay and rebuild"). With the group
  * inactive and the projection's exclusive advisory lock held: Kafka first (the group's committed
  * offsets go to the log start offset of every partition of the projection's topics), then one
  * PostgreSQL transaction empties the derived tables and the dedupe state, writes an audit row, and

@@ -1,7 +1,7 @@
 /**
  * `replay`: reset a consumer group's committed offsets as `kafka-consumer-groups --reset-offsets`
  * does (KIP-122), and say, from the projection's checkpoints, what running the consumer afterwards
- * will re-read as duplicates, apply for the first time, or skip for good (DESIGN.md "Replay and
+ * will re-read as duplicates, apply for the first time, or skip for good (docs/design.md "Replay and
  * rebuild"). A dry run by default; `execute` refuses while the group has members.
  */
 import type pg from "pg";

@@ -1,4 +1,4 @@
-/** Rebuild's database step: empty a projection's derived tables and its dedupe state (DESIGN.md "Rebuild"). */
+/** Rebuild's database step: empty a projection's derived tables and its dedupe state (docs/design.md "Rebuild"). */
 import pg from "pg";
 
 /** Rows removed by {@link emptyProjection}. Counts are decimal strings (bigint). */

@@ -1,5 +1,5 @@
 /**
- * Pruning dedupe state (DESIGN.md "Pruning dedupe state"): an event-id row may go only when its
+ * Pruning dedupe state (docs/design.md "Pruning dedupe state"): an event-id row may go only when its
  * source offset is below its partition's log start offset, because that record can never be read
  * again. The count and the delete by offset scan the block ranges of the BRIN index
  * processed_events_offset_brin that may hold an offset below the log start offset (migration 0002:

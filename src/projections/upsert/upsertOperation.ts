@@ -2,7 +2,7 @@
  * What one record asks of an upsert sink's table, decoded from its bytes: write a row (insert or
  * upsert, as the declaration's mode says) or delete the row of a key (a tombstone). Every problem is
  * a PermanentRecordError naming the field, header or key, so the engine dead-letters the record
- * with its bytes (DESIGN.md "dead letter").
+ * with its bytes (docs/design.md "dead letter").
  */
 import { PermanentRecordError } from "../../errors.js";
 import type { KafkaRecord } from "../../record.js";

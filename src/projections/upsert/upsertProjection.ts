@@ -1,7 +1,7 @@
 /**
  * A zero-code projection: the records of some topics become rows of one table, from a declaration
  * alone (upsertProjectionSpec.ts), applied set-based and effectively once by the engine's
- * dedupe-then-effect transaction (DESIGN.md "The transaction").
+ * dedupe-then-effect transaction (docs/design.md "The transaction").
  */
 import type { Projection } from "../../projection.js";
 import { applyUpsertOperations } from "./applyUpsertBatch.js";

@@ -1,6 +1,6 @@
 /**
  * Crash tests against real Kafka and PostgreSQL: the consumer is a subprocess killed with SIGKILL
- * at a fail point, then restarted; the ledger must be exact and duplicates counted as DESIGN.md says.
+ * at a fail point, then restarted; the ledger must be exact and duplicates counted as docs/design.md says.
  */
 import { describe, expect, it } from "vitest";
 import { eventIdCount, ledgerChecksumOf, produceLedger } from "../../helpers/ledger.js";
