@@ -12,7 +12,8 @@ import { createRequire } from "node:module";
 import { join } from "node:path";
 import { Command } from "commander";
 import pg from "pg";
-import { loadConfig, redactUrl } from "../src/config.js";
+import { loadConfig, redactUrl, type Config } from "../src/config.js";
+import { planMemory } from "../src/engine/memoryPlan.js";
 import { connectionConfig, createPool, drizzleOf } from "../src/db/pool.js";
 import { migrate } from "../src/db/migrate.js";
 import { exampleProjections } from "../src/projections/registry.js";
@@ -21,7 +22,7 @@ import { createKafka } from "../src/kafka/client.js";
 import { produceRecords } from "../src/kafka/producer.js";
 import { createLogger } from "../src/logger.js";
 import { ledgerChecksum, readLedgerState } from "../src/projections/ledger/checksum.js";
-import { generateLedgerStream } from "../src/projections/ledger/generate.js";
+import { generateLedgerStream, type OutgoingRecord } from "../src/projections/ledger/generate.js";
 import {
   RESULT_MARKER,
   SCENARIOS,
@@ -119,6 +120,7 @@ async function main(): Promise<void> {
     if (await admin.createTopic(topic, partitions)) await produceRecords(kafka, topic, stream.records, 2000);
     const produceMs = performance.now() - produceStart;
     const expected = { events: stream.events, duplicates: stream.duplicates, checksum: stream.checksum };
+    const ownFetchBytes = ownFetchBytesPerPartition(config, partitions, meanRecordBytes(stream.records));
     stream.records.length = 0;
     const offsets = await admin.topicOffsets(topic);
     const end = offsets.map((o) => o.highWatermark);
@@ -167,7 +169,7 @@ async function main(): Promise<void> {
         end,
         limit: scenario === "naive" && naiveCount < count ? naiveCount : undefined,
         partitionsConsumedConcurrently: config.partitionsConsumedConcurrently,
-        maxBytesPerPartition: config.maxBatchBytes,
+        maxBytesPerPartition: ownFetchBytes,
       };
       say(
         `${LABELS[scenario]}: running${spec.limit === undefined ? "" : ` on the first ${spec.limit} records`} ...`,
@@ -243,6 +245,8 @@ async function main(): Promise<void> {
             duplicateRate,
             seed: flags.seed,
             partitionsConsumedConcurrently: config.partitionsConsumedConcurrently,
+            memoryBudgetBytes: config.memoryBudgetBytes,
+            fetchBytesPerPartition: ownFetchBytes,
             maxBatchRecords: config.maxBatchRecords,
             maxBatchBytes: config.maxBatchBytes,
             dbPoolSize: config.dbPoolSize,
@@ -386,6 +390,31 @@ async function dedupeState(
   } finally {
     await pool.end();
   }
+}
+
+/**
+ * The fetch size per partition replayable plans for this topic (src/engine/memoryPlan.ts, from the
+ * budget, the partitions and the records' mean size), which the raw and naive scenarios use too.
+ */
+function ownFetchBytesPerPartition(config: Config, partitions: number, bytesPerRecord: number): number {
+  return planMemory({
+    budgetBytes: config.memoryBudgetBytes,
+    assignedPartitions: partitions,
+    prefetch: config.prefetch,
+    concurrently: config.partitionsConsumedConcurrently,
+    observed: { bytesPerRecord, msPerRecord: undefined },
+    caps: { maxBatchBytes: config.maxBatchBytes, maxBatchRecords: config.maxBatchRecords },
+  }).fetchBytesPerPartition;
+}
+
+/** Mean bytes of a record's key, value and headers (names and values), as recordBytes counts them. */
+function meanRecordBytes(records: readonly OutgoingRecord[]): number {
+  let bytes = 0;
+  for (const r of records) {
+    bytes += Buffer.byteLength(r.key) + Buffer.byteLength(r.value);
+    for (const [name, value] of Object.entries(r.headers)) bytes += name.length + Buffer.byteLength(value);
+  }
+  return records.length === 0 ? 1 : bytes / records.length;
 }
 
 const rate = recordsPerSecond;

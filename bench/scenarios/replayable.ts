@@ -26,7 +26,6 @@ export async function runReplayable(
     REPLAYABLE_TOPICS: spec.topic,
     REPLAYABLE_GROUP_ID: spec.group,
     REPLAYABLE_PARTITIONS_CONCURRENTLY: String(spec.partitionsConsumedConcurrently),
-    REPLAYABLE_MAX_BATCH_BYTES: String(spec.maxBytesPerPartition),
   });
   const service = new ConsumerService({
     config,

@@ -114,7 +114,8 @@ export interface PartitionWorkerOptions extends TopicPartition {
   readonly runTransaction: TransactionRunner;
   /** The member's transaction slots (p-limit): at most REPLAYABLE_PARTITIONS_CONCURRENTLY run at once. */
   readonly slots: <T>(run: () => Promise<T>) => Promise<T>;
-  readonly limits: TransactionLimits;
+  /** The transaction sizes of the member's memory plan now (memoryBudget.ts). */
+  readonly limits: () => TransactionLimits;
   readonly timing: RetryTiming;
   /** Hold one more fetched batch behind the one applied (REPLAYABLE_PREFETCH). */
   readonly prefetch: boolean;
@@ -261,7 +262,7 @@ export class PartitionWorker implements TopicPartition {
   private async handle(batch: FetchedBatch): Promise<void> {
     const watermark: Watermark = { value: batch.highWatermark, rechecked: false };
     const whole = this.checkpoint.covering(batch.throughOffset, batch.highWatermark) !== undefined;
-    for (const transaction of planTransactions(batch, this.options.limits, whole)) {
+    for (const transaction of planTransactions(batch, this.options.limits(), whole)) {
       const outcome = await this.settle(batch, transaction, watermark);
       if (outcome.kind !== "applied") return;
     }
@@ -404,6 +405,7 @@ export class PartitionWorker implements TopicPartition {
           firstOffset: transaction.firstOffset,
           lastOffset: transaction.lastOffset,
           records: transaction.size,
+          bytes: transaction.bytes,
           highWatermark: batch.highWatermark,
           result,
           fastPath: outcome.fastPath,
