@@ -41,7 +41,7 @@ const intFrom = (min: number, max: number, unit: string) => {
 
 const NAME = /^[a-z][a-z0-9_]{0,62}$/;
 /** REPLAYABLE_MEMORY_BUDGET_BYTES's default, bytes (docs/benchmarks.md "The memory budget"). */
-const MEMORY_BUDGET_DEFAULT = 50_331_648;
+const MEMORY_BUDGET_DEFAULT = 33_554_432;
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 
 function validPort(text: string): boolean {

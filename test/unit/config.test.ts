@@ -155,7 +155,7 @@ describe("loadConfig", () => {
     expect(config.kafka.brokers).toEqual(["127.0.0.1:9092"]);
     expect(config.groupId).toBe("ledger");
     // The memory budget decides the sizes; the old settings are caps only when set.
-    expect(config.memoryBudgetBytes).toBe(50_331_648);
+    expect(config.memoryBudgetBytes).toBe(33_554_432);
     expect(config.maxBatchRecords).toBeUndefined();
     expect(config.maxBatchBytes).toBeUndefined();
     expect(loadConfig({ REPLAYABLE_MAX_BATCH_BYTES: "65536" }).maxBatchBytes).toBe(65_536);
