@@ -33,7 +33,15 @@ import {
   type ScenarioName,
   type ScenarioSpec,
 } from "./scenario.js";
-import { parseSizeList, shapeCount, shapeLabel, shapeSlug, shapesOf, type Shape } from "./shapes.js";
+import {
+  parseSizeList,
+  produceBatchSize,
+  shapeCount,
+  shapeLabel,
+  shapeSlug,
+  shapesOf,
+  type Shape,
+} from "./shapes.js";
 import {
   evaluateTargets,
   postgresCpuUsPerRecord,
@@ -252,7 +260,7 @@ async function runShape(ctx: RunContext, shape: Shape, first: boolean): Promise<
     });
     const produceStart = performance.now();
     if (await admin.createTopic(topic, shape.partitions))
-      await produceRecords(kafka, topic, stream.records, 2000);
+      await produceRecords(kafka, topic, stream.records, produceBatchSize(shape.valueBytes));
     const produceMs = performance.now() - produceStart;
     const { events, duplicates, checksum, everyRecordChecksum } = stream;
     const expected = { events, duplicates, checksum, everyRecordChecksum };

@@ -48,3 +48,18 @@ export function shapeLabel(shape: Shape): string {
 export function shapeSlug(shape: Shape): string {
   return `${shape.valueBytes}b${shape.partitions}p`;
 }
+
+/**
+ * Bytes of records one producer request of the benchmark carries at most, so that even when all of
+ * them go to one partition its record batch stays under the broker's `message.max.bytes` (1 MiB by
+ * default; Kafka broker configuration: "the largest record batch size allowed by Kafka").
+ */
+export const PRODUCE_REQUEST_BYTES = 900_000;
+
+/**
+ * Records per producer request for values of `valueBytes`: 2000, fewer for large values (each
+ * record counted with 256 bytes of key, headers and framing on top of its value), at least 1.
+ */
+export function produceBatchSize(valueBytes: number): number {
+  return Math.max(1, Math.min(2000, Math.floor(PRODUCE_REQUEST_BYTES / (valueBytes + 256))));
+}

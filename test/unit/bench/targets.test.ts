@@ -1,7 +1,13 @@
 import { describe, expect, it } from "vitest";
 import { ownFetchBytesPerPartition } from "../../../bench/fetchSize.js";
 import { percentile, type ScenarioMeasurement, type ScenarioName } from "../../../bench/scenario.js";
-import { parseSizeList, shapeCount, shapesOf } from "../../../bench/shapes.js";
+import {
+  PRODUCE_REQUEST_BYTES,
+  parseSizeList,
+  produceBatchSize,
+  shapeCount,
+  shapesOf,
+} from "../../../bench/shapes.js";
 import { evaluateTargets, type ScenarioState } from "../../../bench/targets.js";
 import { loadConfig } from "../../../src/config.js";
 
@@ -176,6 +182,12 @@ describe("bench shapes", () => {
     expect(shapeCount(200_000, { valueBytes: 200, partitions: 6 }, 256)).toBe(200_000);
     expect(shapeCount(200_000, { valueBytes: 4096, partitions: 6 }, 256)).toBe(65_536);
     expect(shapeCount(200_000, { valueBytes: 700, partitions: 24 }, 64)).toBe(95_869);
+  });
+
+  it("keeps a producer request under the broker's 1 MiB record batch for large values", () => {
+    expect(produceBatchSize(100)).toBe(2000);
+    expect(produceBatchSize(4096) * (4096 + 256)).toBeLessThanOrEqual(PRODUCE_REQUEST_BYTES);
+    expect(produceBatchSize(10 * 1024 * 1024)).toBe(1);
   });
 
   it("derives the raw scenario's fetch size from the member's settings", () => {
