@@ -24,7 +24,7 @@ import { createKafka } from "../src/kafka/client.js";
 import { produceRecords } from "../src/kafka/producer.js";
 import { createLogger } from "../src/logger.js";
 import { ledgerChecksum, readLedgerState } from "../src/projections/ledger/checksum.js";
-import { generateLedgerStream } from "../src/projections/ledger/generate.js";
+import { generateLedgerStream, type OutgoingRecord } from "../src/projections/ledger/generate.js";
 import { JAVA_DEFAULT_FETCH_BYTES_PER_PARTITION, ownFetchBytesPerPartition } from "./fetchSize.js";
 import {
   RESULT_MARKER,
@@ -245,11 +245,12 @@ async function main(): Promise<void> {
  * then deletes the topic and the databases (unless --keep or --topic).
  */
 async function runShape(ctx: RunContext, shape: Shape, first: boolean): Promise<ShapeResult> {
-  const { options, admin, kafka } = ctx;
+  const { options, admin } = ctx;
   const label = shapeLabel(shape);
   const count = shapeCount(options.count, shape, options.maxShapeMiB);
   const naiveCount = Math.min(options.naiveCount, count);
-  const topic = `${options.topicPrefix ?? `bench-ledger-${ctx.run}`}-${shapeSlug(shape)}`;
+  const baseTopic = `${options.topicPrefix ?? `bench-ledger-${ctx.run}`}-${shapeSlug(shape)}`;
+  const topics: string[] = [];
   const databases: string[] = [];
   try {
     const stream = generateLedgerStream({
@@ -259,13 +260,11 @@ async function runShape(ctx: RunContext, shape: Shape, first: boolean): Promise<
       valueBytes: shape.valueBytes,
     });
     const produceStart = performance.now();
-    if (await admin.createTopic(topic, shape.partitions))
-      await produceRecords(kafka, topic, stream.records, produceBatchSize(shape.valueBytes));
+    const { topic, end } = await produceShape(ctx, baseTopic, shape, stream.records, topics);
     const produceMs = performance.now() - produceStart;
     const { events, duplicates, checksum, everyRecordChecksum } = stream;
     const expected = { events, duplicates, checksum, everyRecordChecksum };
     stream.records.length = 0;
-    const end = await checkTopic(admin, topic, count, shape.partitions);
     say(
       `${label}: produced ${count} records${count < options.count ? ` (--count capped at ${options.maxShapeMiB} MiB of values)` : ""}, ${events} events, ${duplicates} re-sent, to ${topic} in ${(produceMs / 1000).toFixed(1)} s`,
     );
@@ -311,12 +310,47 @@ async function runShape(ctx: RunContext, shape: Shape, first: boolean): Promise<
     const targets = evaluateTargets(input);
     return { shape, topic, count, fetchBytesPerPartition, produceMs, expected, naiveCount, states, targets };
   } finally {
-    if (!options.keep && options.topicPrefix === undefined)
+    // Only the topics this run created; a reused --topic is never deleted.
+    if (!options.keep && topics.length > 0)
       await admin
-        .deleteTopics([topic])
+        .deleteTopics(topics)
         .catch((error: unknown) => ctx.log.warn({ err: error }, "topic not deleted"));
     if (!options.keep) for (const name of databases) await dropDatabase(ctx.config.databaseUrl, name);
-    else say(`${label}: kept topic ${topic} and databases ${databases.join(", ")}`);
+    else say(`${label}: kept topics ${topics.join(", ")} and databases ${databases.join(", ")}`);
+  }
+}
+
+/** Attempts at producing a shape's stream to a new topic before the run gives up. */
+const PRODUCE_ATTEMPTS = 3;
+
+/**
+ * Produces `records` to a new topic `baseTopic` (pushed onto `created`), or reuses it when it exists
+ * (--topic). The producer is not idempotent, so a request it retried after a partial failure (e.g.
+ * NOT_LEADER_OR_FOLLOWER on a topic created a moment ago) may have written some records twice: then
+ * the topic does not hold exactly the stream, and it is produced again to `<baseTopic>-<attempt>`.
+ * @returns the topic and its high watermark per partition.
+ * @throws Error when a reused topic, or the last attempt's, does not hold the stream.
+ */
+async function produceShape(
+  ctx: RunContext,
+  baseTopic: string,
+  shape: Shape,
+  records: readonly OutgoingRecord[],
+  created: string[],
+): Promise<{ topic: string; end: string[] }> {
+  for (let attempt = 1; ; attempt++) {
+    const topic = attempt === 1 ? baseTopic : `${baseTopic}-${attempt}`;
+    const fresh = await ctx.admin.createTopic(topic, shape.partitions);
+    if (fresh) {
+      created.push(topic);
+      await produceRecords(ctx.kafka, topic, records, produceBatchSize(shape.valueBytes));
+    }
+    try {
+      return { topic, end: await checkTopic(ctx.admin, topic, records.length, shape.partitions) };
+    } catch (error) {
+      if (!fresh || attempt >= PRODUCE_ATTEMPTS) throw error;
+      say(`${(error as Error).message}: a producer retry wrote records twice; producing again`);
+    }
   }
 }
 
