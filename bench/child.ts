@@ -4,6 +4,8 @@
  * {@link RESULT_MARKER} on stdout. Started by bench/run.ts; not meant to be run by hand.
  */
 import { createLogger } from "../src/logger.js";
+import type { Projection } from "../src/projection.js";
+import type { LedgerEvent } from "../src/projections/ledger/events.js";
 import { ledgerPerRecordProjection, ledgerProjection } from "../src/projections/ledger/ledgerProjection.js";
 import { PostgresCpuSampler } from "./postgresCpu.js";
 import { RESULT_MARKER, peakRssBytes, type ScenarioMeasurement, type ScenarioSpec } from "./scenario.js";
@@ -11,6 +13,12 @@ import { runNaive } from "./scenarios/naive.js";
 import { runRawKafkajs } from "./scenarios/rawKafkajs.js";
 import { runReplayable } from "./scenarios/replayable.js";
 import { Tally } from "./tally.js";
+
+/**
+ * Scenario `batch-offset`: the ledger with its set-based batch apply, deduplicated by offset instead
+ * of by `ce_id`, so a re-sent record is applied again (the stream's everyRecordChecksum).
+ */
+const ledgerOffsetProjection: Projection<LedgerEvent> = { ...ledgerProjection, dedupe: { kind: "offset" } };
 
 async function main(): Promise<void> {
   const text = process.argv[2];
@@ -23,6 +31,7 @@ async function main(): Promise<void> {
   await postgresCpu?.start();
   switch (spec.scenario) {
     case "raw":
+    case "raw-1mib":
       await runRawKafkajs(spec, tally, log);
       break;
     case "naive":
@@ -34,6 +43,9 @@ async function main(): Promise<void> {
     case "batch":
     case "replay":
       await runReplayable(spec, ledgerProjection, tally, log);
+      break;
+    case "batch-offset":
+      await runReplayable(spec, ledgerOffsetProjection, tally, log);
       break;
   }
   const postgresCpuMs = (await postgresCpu?.stop()) ?? null;

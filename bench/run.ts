@@ -1,8 +1,9 @@
 /**
- * `make bench`: produce a ledger stream once, then measure five scenarios on the same topic, each
- * in a subprocess of its own with its own database and consumer group, check the targets and write
- * the results to bench/results/<time>.json. Exits 1 when a target or a correctness check is missed.
- * docs/benchmarks.md explains the scenarios, the targets and how to read the numbers.
+ * `make bench`: for every shape (value size × partition count) produce a ledger stream once to a
+ * topic of its own, then measure the scenarios on it, each in a subprocess of its own with its own
+ * database and consumer group; check the targets per shape and write the results to
+ * bench/results/<time>.json. Exits 1 when a target or a correctness check is missed, 2 when the
+ * benchmark itself failed. docs/benchmarks.md explains the scenarios, the targets and the numbers.
  */
 import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -11,9 +12,10 @@ import { cpus, loadavg, totalmem } from "node:os";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { Command } from "commander";
+import type { Kafka } from "kafkajs";
+import type { Logger } from "pino";
 import pg from "pg";
 import { loadConfig, redactUrl, type Config } from "../src/config.js";
-import { planMemory } from "../src/engine/memoryPlan.js";
 import { connectionConfig, createPool, drizzleOf } from "../src/db/pool.js";
 import { migrate } from "../src/db/migrate.js";
 import { exampleProjections } from "../src/projections/registry.js";
@@ -24,19 +26,42 @@ import { createLogger } from "../src/logger.js";
 import { ledgerChecksum, readLedgerState } from "../src/projections/ledger/checksum.js";
 import { generateLedgerStream, type OutgoingRecord } from "../src/projections/ledger/generate.js";
 import {
+  JAVA_DEFAULT_FETCH_BYTES_PER_PARTITION,
+  meanRecordBytes,
+  ownFetchBytesPerPartition,
+} from "./fetchSize.js";
+import {
   RESULT_MARKER,
   SCENARIOS,
   type ScenarioMeasurement,
   type ScenarioName,
   type ScenarioSpec,
 } from "./scenario.js";
-import { evaluateTargets, recordsPerSecond, type ScenarioState, type TargetResult } from "./targets.js";
+import {
+  parseSizeList,
+  produceBatchSize,
+  shapeCount,
+  shapeLabel,
+  shapeSlug,
+  shapesOf,
+  type Shape,
+} from "./shapes.js";
+import {
+  evaluateTargets,
+  postgresCpuUsPerRecord,
+  recordsPerSecond,
+  type ScenarioState,
+  type TargetInput,
+  type TargetResult,
+} from "./targets.js";
 import { formatTable, recordRows } from "../src/textTable.js";
 
 interface Flags {
   count: string;
   naiveCount: string;
+  valueBytes: string;
   partitions: string;
+  maxShapeMib: string;
   duplicateRate: string;
   seed: string;
   only?: string;
@@ -46,26 +71,83 @@ interface Flags {
   timeout: string;
 }
 
+/** The parsed flags. */
+interface Options {
+  readonly count: number;
+  readonly naiveCount: number;
+  readonly shapes: readonly Shape[];
+  readonly maxShapeMiB: number;
+  readonly duplicateRate: number;
+  readonly seed: number;
+  readonly only: readonly ScenarioName[];
+  readonly keep: boolean;
+  /** --topic: prefix of reused topics (never deleted); undefined: new topics. */
+  readonly topicPrefix: string | undefined;
+  readonly cpuProf: boolean;
+  readonly timeoutMs: number;
+}
+
+/** What the shapes of one run share. */
+interface RunContext {
+  readonly options: Options;
+  readonly config: Config;
+  readonly log: Logger;
+  readonly run: string;
+  readonly kafka: Kafka;
+  readonly admin: KafkaAdmin;
+  /** The compiled bench/child.js. */
+  readonly child: string;
+  readonly resultsDir: string;
+}
+
+/** What one shape measured. */
+interface ShapeResult {
+  readonly shape: Shape;
+  readonly topic: string;
+  readonly count: number;
+  readonly fetchBytesPerPartition: { readonly raw: number; readonly "raw-1mib": number };
+  readonly produceMs: number;
+  readonly expected: TargetInput["expected"];
+  readonly naiveCount: number;
+  readonly states: ReadonlyMap<ScenarioName, ScenarioState>;
+  readonly targets: readonly TargetResult[];
+}
+
+/** Scenarios that run on the first shape only: they measure the cost per record, and take minutes. */
+const FIRST_SHAPE_ONLY: readonly ScenarioName[] = ["per-record", "naive"];
+
 const LABELS: Record<ScenarioName, string> = {
-  raw: "(1) raw KafkaJS, no-op eachBatch",
-  "per-record": "(2) replayable, per-record apply",
-  batch: "(3) replayable, batch apply",
-  naive: "(4) naive: 1 transaction per record",
-  replay: "(5) replay of (3), all duplicates",
+  raw: "raw KafkaJS, own fetch size",
+  "raw-1mib": "raw KafkaJS, 1 MiB fetch",
+  batch: "batch apply, event-id dedupe",
+  "batch-offset": "batch apply, offset dedupe",
+  replay: "replay of batch",
+  "per-record": "per-record apply",
+  naive: "naive: 1 transaction/record",
 };
 
 const program = new Command("bench")
   .description("benchmark replayable against raw KafkaJS consumption on the local stack")
-  .option("--count <n>", "ledger records to produce, duplicates included", "1000000")
-  .option("--naive-count <n>", "records the naive scenario (4) consumes: a bounded prefix", "100000")
-  .option("--partitions <n>", "partitions of the benchmark topic", "6")
+  .option(
+    "--count <n>",
+    "ledger records to produce per shape, duplicates included (capped by --max-shape-mib)",
+    "200000",
+  )
+  .option("--naive-count <n>", "records the naive scenario consumes: a bounded prefix", "100000")
+  .option(
+    "--value-bytes <list>",
+    "sizes of the JSON values, bytes (ledger values padded up to each)",
+    "200,700,4096",
+  )
+  .option("--partitions <list>", "partition counts of the topics", "6,24")
+  .option("--max-shape-mib <n>", "at most this many MiB of values in one shape's topic (caps --count)", "256")
   .option("--duplicate-rate <r>", "fraction of re-sent records", "0.01")
   .option("--seed <n>", "seed of the ledger stream", "1")
   .option("--only <list>", `comma-separated subset of ${SCENARIOS.join(",")}`)
-  .option("--keep", "keep the topic and the databases afterwards", false)
+  .option("--keep", "keep the topics and the databases afterwards", false)
   .option(
-    "--topic <name>",
-    "reuse this topic when it already holds the stream of the same --count, --seed and --duplicate-rate (e.g. kept by --keep); it is never deleted",
+    "--topic <prefix>",
+    "reuse the topics <prefix>-<bytes>b<partitions>p when they already hold the stream of the same shape, count, --seed and --duplicate-rate (e.g. kept by --keep); they are never deleted",
   )
   .option("--cpu-prof", "write a V8 CPU profile of each scenario to bench/results/profiles/", false)
   .option("--timeout <s>", "give up on a scenario after this many seconds", "3600");
@@ -76,11 +158,8 @@ function positiveInt(flag: string, text: string): number {
   return n;
 }
 
-async function main(): Promise<void> {
-  const flags = program.parse().opts<Flags>();
-  const count = positiveInt("--count", flags.count);
-  const naiveCount = Math.min(positiveInt("--naive-count", flags.naiveCount), count);
-  const partitions = positiveInt("--partitions", flags.partitions);
+/** Parses and checks the flags. @throws Error naming the flag and what is valid. */
+function parseOptions(flags: Flags): Options {
   const duplicateRate = Number(flags.duplicateRate);
   if (!(duplicateRate >= 0 && duplicateRate < 1))
     throw new Error(`--duplicate-rate: "${flags.duplicateRate}" must be a number in [0, 1)`);
@@ -90,20 +169,36 @@ async function main(): Promise<void> {
       throw new Error(`--only: "${name}" is not a scenario; use some of ${SCENARIOS.join(",")}`);
   if (only.includes("replay") && !only.includes("batch"))
     throw new Error("--only: replay re-reads what batch applied; list batch too");
-  const timeoutMs = positiveInt("--timeout", flags.timeout) * 1000;
+  return {
+    count: positiveInt("--count", flags.count),
+    naiveCount: positiveInt("--naive-count", flags.naiveCount),
+    shapes: shapesOf(
+      parseSizeList("--value-bytes", flags.valueBytes),
+      parseSizeList("--partitions", flags.partitions),
+    ),
+    maxShapeMiB: positiveInt("--max-shape-mib", flags.maxShapeMib),
+    duplicateRate,
+    seed: positiveInt("--seed", flags.seed),
+    only: SCENARIOS.filter((s) => only.includes(s)),
+    keep: flags.keep,
+    topicPrefix: flags.topic,
+    cpuProf: flags.cpuProf,
+    timeoutMs: positiveInt("--timeout", flags.timeout) * 1000,
+  };
+}
 
+async function main(): Promise<void> {
+  const options = parseOptions(program.parse().opts<Flags>());
   const config = loadConfig(process.env);
   const log = createLogger(process.env.LOG_LEVEL ?? "warn", { bench: true });
   const run = randomBytes(4).toString("hex");
-  const topic = flags.topic ?? `bench-ledger-${run}`;
   const resultsDir = join(import.meta.dirname, "results");
   mkdirSync(resultsDir, { recursive: true });
   const started = new Date();
   const loadBefore = loadavg();
   say(
-    `bench ${run}: ${count} records, ${partitions} partitions, ${duplicateRate * 100}% duplicates; load average ${loadBefore.map((l) => l.toFixed(2)).join(" ")} on ${cpus().length} cores`,
+    `bench ${run}: ${options.shapes.length} shapes (${options.shapes.map(shapeLabel).join(", ")}), up to ${options.count} records each, ${options.duplicateRate * 100}% duplicates; load average ${loadBefore.map((l) => l.toFixed(2)).join(" ")} on ${cpus().length} cores`,
   );
-
   const child = compileScenarios();
   const kafka = createKafka({
     brokers: config.kafka.brokers,
@@ -112,182 +207,294 @@ async function main(): Promise<void> {
     security: config.kafka.security,
   });
   const admin = await KafkaAdmin.connect(kafka);
+  const results: ShapeResult[] = [];
+  try {
+    const ctx: RunContext = { options, config, log, run, kafka, admin, child, resultsDir };
+    for (const [i, shape] of options.shapes.entries()) results.push(await runShape(ctx, shape, i === 0));
+  } finally {
+    await admin.close();
+  }
+  const loadAfter = loadavg();
+  const durationMs = Date.now() - started.getTime();
+  process.stdout.write(`\n${table(results.flatMap(measurementRows))}\n`);
+  const naive = results.find((r) => r.states.has("naive"));
+  if (naive !== undefined && naive.naiveCount < naive.count)
+    process.stdout.write(
+      `naive ran on a bounded prefix: the first ${naive.naiveCount} of ${naive.count} records (--naive-count).\n`,
+    );
+  process.stdout.write(`\n${table(results.flatMap(targetRows))}\n`);
+  const file = join(resultsDir, `${started.toISOString().replace(/[:.]/g, "-")}.json`);
+  const machine = {
+    cpus: cpus().length,
+    memoryBytes: totalmem(),
+    node: process.version,
+    loadBefore,
+    loadAfter,
+  };
+  writeFileSync(
+    file,
+    `${JSON.stringify({ run, startedAt: started.toISOString(), durationMs, machine, ...settings(config, options), shapes: results.map(shapeJson) }, null, 2)}\n`,
+  );
+  say(
+    `done in ${(durationMs / 60_000).toFixed(1)} min; results written to ${file}; load average now ${loadAfter.map((l) => l.toFixed(2)).join(" ")}`,
+  );
+  if (results.some((r) => r.targets.some((t) => t.status === "missed"))) {
+    say("some targets were missed (see the table above)");
+    process.exitCode = 1;
+  }
+}
+
+/**
+ * Produces `shape`'s stream to a topic of its own, runs the scenarios on it, checks its targets,
+ * then deletes the topic and the databases (unless --keep or --topic).
+ */
+async function runShape(ctx: RunContext, shape: Shape, first: boolean): Promise<ShapeResult> {
+  const { options, admin } = ctx;
+  const label = shapeLabel(shape);
+  const count = shapeCount(options.count, shape, options.maxShapeMiB);
+  const naiveCount = Math.min(options.naiveCount, count);
+  const baseTopic = `${options.topicPrefix ?? `bench-ledger-${ctx.run}`}-${shapeSlug(shape)}`;
+  const topics: string[] = [];
   const databases: string[] = [];
   try {
-    // Produce once; every scenario reads the same topic.
-    const stream = generateLedgerStream({ count, duplicateRate, seed: positiveInt("--seed", flags.seed) });
+    const stream = generateLedgerStream({
+      count,
+      duplicateRate: options.duplicateRate,
+      seed: options.seed,
+      valueBytes: shape.valueBytes,
+    });
     const produceStart = performance.now();
-    if (await admin.createTopic(topic, partitions)) await produceRecords(kafka, topic, stream.records, 2000);
+    const { topic, end } = await produceShape(ctx, baseTopic, shape, stream.records, topics);
     const produceMs = performance.now() - produceStart;
-    const expected = { events: stream.events, duplicates: stream.duplicates, checksum: stream.checksum };
-    const ownFetchBytes = ownFetchBytesPerPartition(config, partitions, meanRecordBytes(stream.records));
+    const { events, duplicates, checksum, everyRecordChecksum } = stream;
+    const expected = { events, duplicates, checksum, everyRecordChecksum };
+    const bytesPerRecord = meanRecordBytes(stream.records);
     stream.records.length = 0;
-    const offsets = await admin.topicOffsets(topic);
-    const end = offsets.map((o) => o.highWatermark);
-    const held = offsets.reduce((n, o) => n + BigInt(o.highWatermark) - BigInt(o.logStartOffset), 0n);
-    if (held !== BigInt(count) || offsets.length !== partitions)
-      throw new Error(
-        `topic ${topic} holds ${held} records in ${offsets.length} partitions, not the ${count} in ${partitions} this run expects; give another --topic`,
-      );
     say(
-      `produced ${count} records (${expected.events} events, ${expected.duplicates} re-sent) to ${topic} in ${(produceMs / 1000).toFixed(1)} s`,
+      `${label}: produced ${count} records${count < options.count ? ` (--count capped at ${options.maxShapeMiB} MiB of values)` : ""}, ${events} events, ${duplicates} re-sent, to ${topic} in ${(produceMs / 1000).toFixed(1)} s`,
     );
-
+    const fetchBytesPerPartition = {
+      raw: ownFetchBytesPerPartition(ctx.config, shape.partitions, bytesPerRecord),
+      "raw-1mib": JAVA_DEFAULT_FETCH_BYTES_PER_PARTITION,
+    };
     const states = new Map<ScenarioName, ScenarioState>();
     const groups = new Map<ScenarioName, { group: string; databaseUrl: string }>();
-    for (const scenario of SCENARIOS) {
-      if (!only.includes(scenario)) continue;
-      let target: { group: string; databaseUrl: string };
-      if (scenario === "replay") {
-        // Reset (3)'s group to the earliest offsets and read everything again on (3)'s database.
-        target = groups.get("batch")!;
-        const offsets = await admin.topicOffsets(topic);
-        await admin.setOffsets(
-          target.group,
-          topic,
-          offsets.map((o) => ({ partition: o.partition, offset: o.logStartOffset })),
-        );
-      } else {
-        const group = `bench-${scenario}-${run}`;
-        const databaseUrl =
-          scenario === "raw"
-            ? ""
-            : await createDatabase(
-                config.databaseUrl,
-                `bench_${run}_${scenario.replace("-", "_")}`,
-                databases,
-              );
-        target = { group, databaseUrl };
-      }
+    for (const scenario of options.only) {
+      if (!first && FIRST_SHAPE_ONLY.includes(scenario)) continue;
+      const target = await scenarioTarget(ctx, shape, topic, scenario, groups, databases);
       groups.set(scenario, target);
+      const fetchBytes =
+        scenario === "raw" || scenario === "naive"
+          ? fetchBytesPerPartition.raw
+          : scenario === "raw-1mib"
+            ? fetchBytesPerPartition["raw-1mib"]
+            : undefined;
       const spec: ScenarioSpec = {
         scenario,
         topic,
         group: target.group,
-        brokers: config.kafka.brokers,
+        brokers: ctx.config.kafka.brokers,
         databaseUrl: target.databaseUrl,
         end,
-        limit: scenario === "naive" && naiveCount < count ? naiveCount : undefined,
-        partitionsConsumedConcurrently: config.partitionsConsumedConcurrently,
-        maxBytesPerPartition: ownFetchBytes,
+        ...(scenario === "naive" && naiveCount < count ? { limit: naiveCount } : {}),
+        partitionsConsumedConcurrently: ctx.config.partitionsConsumedConcurrently,
+        ...(fetchBytes === undefined ? {} : { maxBytesPerPartition: fetchBytes }),
       };
       say(
-        `${LABELS[scenario]}: running${spec.limit === undefined ? "" : ` on the first ${spec.limit} records`} ...`,
+        `${label}: ${LABELS[scenario]}: running${spec.limit === undefined ? "" : ` on the first ${spec.limit} records`} ...`,
       );
-      const measurement = await runScenario(
-        child,
-        spec,
-        flags.cpuProf ? join(resultsDir, "profiles") : undefined,
-        timeoutMs,
-      );
+      const profileDir = options.cpuProf ? join(ctx.resultsDir, "profiles", shapeSlug(shape)) : undefined;
+      const measurement = await runScenario(ctx.child, spec, profileDir, options.timeoutMs);
       const dedupe = target.databaseUrl === "" ? undefined : await dedupeState(target.databaseUrl, topic);
-      states.set(scenario, { measurement, dedupe });
+      states.set(scenario, { measurement, ...(dedupe === undefined ? {} : { dedupe }) });
       say(
-        `${LABELS[scenario]}: ${rate(measurement).toFixed(0)} records/s, p50 ${measurement.batchP50Ms.toFixed(1)} ms, p99 ${measurement.batchP99Ms.toFixed(1)} ms, peak RSS ${mb(measurement.peakRssBytes)} MB`,
+        `${label}: ${LABELS[scenario]}: ${rate(measurement).toFixed(0)} records/s, p50 ${measurement.batchP50Ms.toFixed(1)} ms, p99 ${measurement.batchP99Ms.toFixed(1)} ms, peak RSS ${mb(measurement.peakRssBytes)} MB`,
       );
     }
-
-    const targets = evaluateTargets({
-      states,
-      partitions,
-      expected,
-      count,
-      naiveLimited: naiveCount < count,
-    });
-    const loadAfter = loadavg();
-    const rows = SCENARIOS.filter((s) => states.has(s)).map((s) => {
-      const m = states.get(s)!.measurement;
-      const raw = states.get("raw")?.measurement;
-      return {
-        scenario: LABELS[s],
-        records: m.records,
-        "records/s": Math.round(rate(m)),
-        "× raw": raw === undefined ? "-" : (rate(m) / rate(raw)).toFixed(2),
-        "p50 ms": m.batchP50Ms.toFixed(1),
-        "p99 ms": m.batchP99Ms.toFixed(1),
-        "peak RSS MB": mb(m.peakRssBytes),
-        "Node CPU µs/rec": m.records > 0 ? ((m.cpuMs * 1000) / m.records).toFixed(1) : "-",
-        "PG CPU µs/rec":
-          m.postgresCpuMs === null || m.records === 0
-            ? "-"
-            : ((m.postgresCpuMs * 1000) / m.records).toFixed(1),
-      };
-    });
-    process.stdout.write(`\n${table(rows)}\n`);
-    if (states.has("naive") && naiveCount < count)
-      process.stdout.write(
-        `(4) ran on a bounded prefix: the first ${naiveCount} of ${count} records (--naive-count).\n`,
-      );
-    process.stdout.write(
-      `\n${table(targets.map((t) => ({ target: t.name, value: t.value, required: t.required, result: t.status })))}\n`,
-    );
-
-    const file = join(resultsDir, `${started.toISOString().replace(/[:.]/g, "-")}.json`);
-    writeFileSync(
-      file,
-      `${JSON.stringify(
-        {
-          run,
-          startedAt: started.toISOString(),
-          machine: {
-            cpus: cpus().length,
-            memoryBytes: totalmem(),
-            node: process.version,
-            loadBefore,
-            loadAfter,
-          },
-          database: redactUrl(config.databaseUrl),
-          brokers: config.kafka.brokers,
-          options: {
-            count,
-            naiveCount,
-            partitions,
-            duplicateRate,
-            seed: flags.seed,
-            partitionsConsumedConcurrently: config.partitionsConsumedConcurrently,
-            memoryBudgetBytes: config.memoryBudgetBytes,
-            fetchBytesPerPartition: ownFetchBytes,
-            maxBatchRecords: config.maxBatchRecords,
-            maxBatchBytes: config.maxBatchBytes,
-            dbPoolSize: config.dbPoolSize,
-          },
-          topic,
-          produce: { records: count, ms: produceMs, ...expected },
-          scenarios: Object.fromEntries(
-            [...states].map(([name, state]) => [
-              name,
-              {
-                label: LABELS[name],
-                recordsPerSecond: rate(state.measurement),
-                ratioToRaw: states.has("raw")
-                  ? rate(state.measurement) / rate(states.get("raw")!.measurement)
-                  : null,
-                ...state.measurement,
-                dedupe: state.dedupe,
-              },
-            ]),
-          ),
-          targets,
-        },
-        null,
-        2,
-      )}\n`,
-    );
-    say(`results written to ${file}; load average now ${loadAfter.map((l) => l.toFixed(2)).join(" ")}`);
-    if (targets.some((t: TargetResult) => t.status === "missed")) {
-      say("some targets were missed (see the table above)");
-      process.exitCode = 1;
-    }
+    const input = { states, partitions: shape.partitions, expected, count, naiveLimited: naiveCount < count };
+    const targets = evaluateTargets(input);
+    return { shape, topic, count, fetchBytesPerPartition, produceMs, expected, naiveCount, states, targets };
   } finally {
-    if (!flags.keep && flags.topic === undefined) {
+    // Only the topics this run created; a reused --topic is never deleted.
+    if (!options.keep && topics.length > 0)
       await admin
-        .deleteTopics([topic])
-        .catch((error: unknown) => log.warn({ err: error }, "topic not deleted"));
-    }
-    if (!flags.keep) for (const name of databases) await dropDatabase(config.databaseUrl, name);
-    else say(`kept topic ${topic} and databases ${databases.join(", ")}`);
-    await admin.close();
+        .deleteTopics(topics)
+        .catch((error: unknown) => ctx.log.warn({ err: error }, "topic not deleted"));
+    if (!options.keep) for (const name of databases) await dropDatabase(ctx.config.databaseUrl, name);
+    else say(`${label}: kept topics ${topics.join(", ")} and databases ${databases.join(", ")}`);
   }
+}
+
+/** Attempts at producing a shape's stream to a new topic before the run gives up. */
+const PRODUCE_ATTEMPTS = 3;
+
+/**
+ * Produces `records` to a new topic `baseTopic` (pushed onto `created`), or reuses it when it exists
+ * (--topic). The producer is not idempotent, so a request it retried after a partial failure (e.g.
+ * NOT_LEADER_OR_FOLLOWER on a topic created a moment ago) may have written some records twice: then
+ * the topic does not hold exactly the stream, and it is produced again to `<baseTopic>-<attempt>`.
+ * @returns the topic and its high watermark per partition.
+ * @throws Error when a reused topic, or the last attempt's, does not hold the stream.
+ */
+async function produceShape(
+  ctx: RunContext,
+  baseTopic: string,
+  shape: Shape,
+  records: readonly OutgoingRecord[],
+  created: string[],
+): Promise<{ topic: string; end: string[] }> {
+  for (let attempt = 1; ; attempt++) {
+    const topic = attempt === 1 ? baseTopic : `${baseTopic}-${attempt}`;
+    const fresh = await ctx.admin.createTopic(topic, shape.partitions);
+    if (fresh) {
+      created.push(topic);
+      await produceRecords(ctx.kafka, topic, records, produceBatchSize(shape.valueBytes));
+    }
+    try {
+      return { topic, end: await checkTopic(ctx.admin, topic, records.length, shape.partitions) };
+    } catch (error) {
+      if (!fresh || attempt >= PRODUCE_ATTEMPTS) throw error;
+      say(`${(error as Error).message}: a producer retry wrote records twice; producing again`);
+    }
+  }
+}
+
+/**
+ * The high watermark per partition of `topic`, after checking it holds `count` records in
+ * `partitions` partitions. @throws Error when it does not (a reused --topic of another stream).
+ */
+async function checkTopic(
+  admin: KafkaAdmin,
+  topic: string,
+  count: number,
+  partitions: number,
+): Promise<string[]> {
+  const offsets = await admin.topicOffsets(topic);
+  const held = offsets.reduce((n, o) => n + BigInt(o.highWatermark) - BigInt(o.logStartOffset), 0n);
+  if (held !== BigInt(count) || offsets.length !== partitions)
+    throw new Error(
+      `topic ${topic} holds ${held} records in ${offsets.length} partitions, not the ${count} in ${partitions} this run expects; give another --topic`,
+    );
+  return offsets.map((o) => o.highWatermark);
+}
+
+/**
+ * The consumer group and database of `scenario`: new ones (no database for the raw scenarios), or
+ * for `replay` those of `batch`, its group reset to the earliest offsets.
+ */
+async function scenarioTarget(
+  ctx: RunContext,
+  shape: Shape,
+  topic: string,
+  scenario: ScenarioName,
+  groups: ReadonlyMap<ScenarioName, { group: string; databaseUrl: string }>,
+  databases: string[],
+): Promise<{ group: string; databaseUrl: string }> {
+  if (scenario === "replay") {
+    const target = groups.get("batch")!;
+    const offsets = await ctx.admin.topicOffsets(topic);
+    await ctx.admin.setOffsets(
+      target.group,
+      topic,
+      offsets.map((o) => ({ partition: o.partition, offset: o.logStartOffset })),
+    );
+    return target;
+  }
+  const group = `bench-${scenario}-${shapeSlug(shape)}-${ctx.run}`;
+  if (scenario === "raw" || scenario === "raw-1mib") return { group, databaseUrl: "" };
+  const name = `bench_${ctx.run}_${shapeSlug(shape)}_${scenario.replace("-", "_")}`;
+  return { group, databaseUrl: await createDatabase(ctx.config.databaseUrl, name, databases) };
+}
+
+/** Rows of the measurement table for one shape. */
+function measurementRows(result: ShapeResult): Record<string, string | number>[] {
+  const ratio = (m: ScenarioMeasurement, to: ScenarioName) => {
+    const base = result.states.get(to)?.measurement;
+    return base === undefined || rate(base) === 0 ? "-" : (rate(m) / rate(base)).toFixed(2);
+  };
+  return [...result.states].map(([scenario, { measurement: m }]) => ({
+    shape: shapeLabel(result.shape),
+    scenario,
+    records: m.records,
+    "records/s": Math.round(rate(m)),
+    "× raw-1mib": ratio(m, "raw-1mib"),
+    "× raw": ratio(m, "raw"),
+    "p50 ms": m.batchP50Ms.toFixed(1),
+    "p99 ms": m.batchP99Ms.toFixed(1),
+    "peak RSS MB": mb(m.peakRssBytes),
+    "Node CPU µs/rec": m.records > 0 ? ((m.cpuMs * 1000) / m.records).toFixed(1) : "-",
+    "PG CPU µs/rec": postgresCpuUsPerRecord(m)?.toFixed(1) ?? "-",
+  }));
+}
+
+/** Rows of the target table for one shape. */
+function targetRows(result: ShapeResult): Record<string, string | number>[] {
+  return result.targets.map((t) => ({
+    shape: shapeLabel(result.shape),
+    target: t.name,
+    value: t.value,
+    required: t.required,
+    result: t.status,
+  }));
+}
+
+/** One shape in the JSON result file: everything it measured and checked. */
+function shapeJson(result: ShapeResult): unknown {
+  const rawRate = (name: ScenarioName) => {
+    const m = result.states.get(name)?.measurement;
+    return m === undefined ? undefined : rate(m);
+  };
+  return {
+    ...result.shape,
+    label: shapeLabel(result.shape),
+    topic: result.topic,
+    count: result.count,
+    naiveCount: result.naiveCount,
+    fetchBytesPerPartition: result.fetchBytesPerPartition,
+    produce: { records: result.count, ms: result.produceMs, ...result.expected },
+    scenarios: Object.fromEntries(
+      [...result.states].map(([name, state]) => {
+        const r = rate(state.measurement);
+        const to = (base: number | undefined) => (base === undefined || base === 0 ? null : r / base);
+        return [
+          name,
+          {
+            label: LABELS[name],
+            recordsPerSecond: r,
+            ratioToRaw1MiB: to(rawRate("raw-1mib")),
+            ratioToRaw: to(rawRate("raw")),
+            ...state.measurement,
+            dedupe: state.dedupe,
+          },
+        ];
+      }),
+    ),
+    targets: result.targets,
+  };
+}
+
+/** The run's settings for the JSON result file. */
+function settings(config: Config, options: Options): Record<string, unknown> {
+  return {
+    database: redactUrl(config.databaseUrl),
+    brokers: config.kafka.brokers,
+    options: {
+      count: options.count,
+      naiveCount: options.naiveCount,
+      valueBytes: [...new Set(options.shapes.map((s) => s.valueBytes))],
+      partitions: [...new Set(options.shapes.map((s) => s.partitions))],
+      maxShapeMiB: options.maxShapeMiB,
+      duplicateRate: options.duplicateRate,
+      seed: options.seed,
+      only: options.only,
+      partitionsConsumedConcurrently: config.partitionsConsumedConcurrently,
+      prefetch: config.prefetch,
+      memoryBudgetBytes: config.memoryBudgetBytes,
+      maxBatchRecords: config.maxBatchRecords ?? null,
+      maxBatchBytes: config.maxBatchBytes ?? null,
+      dbPoolSize: config.dbPoolSize,
+    },
+  };
 }
 
 /**
@@ -390,31 +597,6 @@ async function dedupeState(
   } finally {
     await pool.end();
   }
-}
-
-/**
- * The fetch size per partition replayable plans for this topic (src/engine/memoryPlan.ts, from the
- * budget, the partitions and the records' mean size), which the raw and naive scenarios use too.
- */
-function ownFetchBytesPerPartition(config: Config, partitions: number, bytesPerRecord: number): number {
-  return planMemory({
-    budgetBytes: config.memoryBudgetBytes,
-    assignedPartitions: partitions,
-    prefetch: config.prefetch,
-    concurrently: config.partitionsConsumedConcurrently,
-    observed: { bytesPerRecord, msPerRecord: undefined },
-    caps: { maxBatchBytes: config.maxBatchBytes, maxBatchRecords: config.maxBatchRecords },
-  }).fetchBytesPerPartition;
-}
-
-/** Mean bytes of a record's key, value and headers (names and values), as recordBytes counts them. */
-function meanRecordBytes(records: readonly OutgoingRecord[]): number {
-  let bytes = 0;
-  for (const r of records) {
-    bytes += Buffer.byteLength(r.key) + Buffer.byteLength(r.value);
-    for (const [name, value] of Object.entries(r.headers)) bytes += name.length + Buffer.byteLength(value);
-  }
-  return records.length === 0 ? 1 : bytes / records.length;
 }
 
 const rate = recordsPerSecond;

@@ -1,5 +1,5 @@
 /**
- * Scenario 4, the seed's naive shape: KafkaJS eachMessage and one PostgreSQL transaction per record,
+ * Scenario `naive`, the seed's naive shape: KafkaJS eachMessage and one PostgreSQL transaction per record,
  * `INSERT INTO replayable.processed_events … ON CONFLICT DO NOTHING`, then (when the id was new) the
  * ledger's per-record effect (the balance upsert, or the order's upsert/update). Same schema, same
  * effect code, no checkpoint; offsets auto-committed by KafkaJS.

@@ -1,6 +1,7 @@
 /**
- * Scenario 1, the ceiling in Node: KafkaJS consuming the topic with a no-op eachBatch handler
- * (offsets auto-resolved and auto-committed), with the same fetch settings as the replayable member.
+ * Scenarios `raw` and `raw-1mib`, the ceiling in Node: KafkaJS consuming the topic with a no-op
+ * eachBatch handler (offsets auto-resolved and auto-committed), with the consumer options of the
+ * replayable member and the fetch size per partition of the spec (replayable's own, or 1 MiB).
  */
 import type { Logger } from "pino";
 import { loadConfig } from "../../src/config.js";

@@ -1,5 +1,5 @@
 /**
- * Scenarios 2, 3 and 5: one replayable member ({@link ConsumerService}) applying the ledger, timed
+ * Scenarios `batch`, `batch-offset`, `replay` and `per-record`: one replayable member ({@link ConsumerService}) applying the ledger, timed
  * through its onBatchCommitted hook (one event per transaction or per batch skipped on the fast path).
  */
 import type { Logger } from "pino";
@@ -11,7 +11,9 @@ import type { Tally } from "../tally.js";
 
 /**
  * Runs a member of `spec.group` until `tally` is done, then stops it gracefully.
- * REPLAYABLE_* variables in the environment (batch size, pool size, ...) apply as in `replayable run`.
+ * REPLAYABLE_* variables in the environment (batch size, pool size, ...) apply as in `replayable run`;
+ * the benchmark sets none of them except the partitions consumed concurrently, so the member runs at
+ * its default settings unless the caller's environment says otherwise.
  * @throws the service's fatal error when it stopped on one.
  */
 export async function runReplayable(

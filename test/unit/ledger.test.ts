@@ -2,7 +2,11 @@ import { describe, expect, it } from "vitest";
 import { PermanentRecordError } from "../../src/errors.js";
 import { ledgerChecksum } from "../../src/projections/ledger/checksum.js";
 import { decodeLedgerEvent } from "../../src/projections/ledger/events.js";
-import { generateLedgerStream } from "../../src/projections/ledger/generate.js";
+import {
+  generateLedgerStream,
+  PAD_FIELD,
+  type OutgoingRecord,
+} from "../../src/projections/ledger/generate.js";
 import type { KafkaRecord } from "../../src/record.js";
 
 const rec = (type: string, value: unknown): KafkaRecord => ({
@@ -79,5 +83,74 @@ describe("decodeLedgerEvent and unstorable text", () => {
     expect(() =>
       decodeLedgerEvent(rec("ledger.account.credited", '{"account":"acc-\\ud800","amount":13}')),
     ).toThrow(/field account holds a lone UTF-16 surrogate/);
+  });
+});
+
+/** The record the consumer would read for an outgoing ledger record. */
+const incoming = (r: OutgoingRecord): KafkaRecord => ({
+  topic: "t",
+  partition: 0,
+  offset: "0",
+  timestamp: "0",
+  key: Buffer.from(r.key),
+  value: Buffer.from(r.value),
+  headers: Object.fromEntries(Object.entries(r.headers).map(([k, v]) => [k, [Buffer.from(v)]])),
+});
+
+describe("generateLedgerStream with padded values", () => {
+  const options = { count: 2000, duplicateRate: 0.05, seed: 9 };
+  const plain = generateLedgerStream(options);
+
+  it.each([200, 700, 4096])("pads every value to %i bytes without changing events or checksums", (bytes) => {
+    const padded = generateLedgerStream({ ...options, valueBytes: bytes });
+    expect(padded.records.map((r) => Buffer.byteLength(r.value))).toEqual(padded.records.map(() => bytes));
+    expect(padded.checksum).toBe(plain.checksum);
+    expect(padded.everyRecordChecksum).toBe(plain.everyRecordChecksum);
+    expect(padded.records.map((r) => r.headers)).toEqual(plain.records.map((r) => r.headers));
+    expect(padded.records.map((r) => decodeLedgerEvent(incoming(r)))).toEqual(
+      plain.records.map((r) => decodeLedgerEvent(incoming(r))),
+    );
+    expect(JSON.parse(padded.records[0]!.value)).toHaveProperty(PAD_FIELD);
+  });
+
+  it("leaves a value that is already long enough as it is", () => {
+    const padded = generateLedgerStream({ ...options, valueBytes: 20 });
+    expect(padded.records.map((r) => r.value)).toEqual(plain.records.map((r) => r.value));
+  });
+});
+
+describe("generateLedgerStream's every-record checksum (offset dedupe)", () => {
+  /** Applies every record in order as the ledger's SQL does, re-sent ones too. */
+  function applyEveryRecord(records: readonly OutgoingRecord[]): string {
+    const balances = new Map<string, bigint>();
+    const orders = new Map<string, "paid" | "shipped">();
+    for (const r of records) {
+      const event = decodeLedgerEvent(incoming(r));
+      switch (event.type) {
+        case "ledger.account.credited":
+        case "ledger.account.debited": {
+          const delta = BigInt(event.type === "ledger.account.credited" ? event.amount : -event.amount);
+          balances.set(event.account, (balances.get(event.account) ?? 0n) + delta);
+          break;
+        }
+        case "ledger.order.paid":
+          if (orders.get(event.order) !== "shipped") orders.set(event.order, "paid");
+          break;
+        case "ledger.order.shipped":
+          if (orders.get(event.order) === "paid") orders.set(event.order, "shipped");
+      }
+    }
+    return ledgerChecksum({ balances, orders });
+  }
+
+  it("is the state of applying every record, and differs from the deduplicated one when credits are re-sent", () => {
+    const stream = generateLedgerStream({ count: 3000, duplicateRate: 0.05, seed: 4, valueBytes: 300 });
+    expect(stream.everyRecordChecksum).toBe(applyEveryRecord(stream.records));
+    expect(stream.everyRecordChecksum).not.toBe(stream.checksum);
+  });
+
+  it("equals the deduplicated checksum without re-sent records", () => {
+    const stream = generateLedgerStream({ count: 1000, duplicateRate: 0, seed: 4 });
+    expect(stream.everyRecordChecksum).toBe(stream.checksum);
   });
 });

@@ -24,7 +24,16 @@ export interface LedgerStreamOptions {
   readonly accounts?: number;
   /** Prefix of event ids, so two streams into one projection do not collide; default `ledger-<seed>-`. */
   readonly idPrefix?: string;
+  /**
+   * Pad every JSON value to this many bytes with a string field {@link PAD_FIELD} the ledger's decode
+   * ignores (the checksums do not change); a value that is already this long or longer, or too close
+   * to it for the field to fit (9 bytes at least), stays as it is. Default: no padding.
+   */
+  readonly valueBytes?: number;
 }
+
+/** Name of the padding field of {@link LedgerStreamOptions.valueBytes}; no ledger event has it. */
+export const PAD_FIELD = "pad";
 
 /** The stream and what applying each distinct event once must give. */
 export interface LedgerStream {
@@ -34,6 +43,15 @@ export interface LedgerStream {
   readonly duplicates: number;
   readonly expected: LedgerState;
   readonly checksum: string;
+  /**
+   * The state when every record is applied, re-sent ones too, in offset order: what a projection
+   * deduplicated by offset (`dedupe: { kind: "offset" }`) must give, as a re-send is a new offset.
+   * A re-sent credit or debit counts again; a re-sent order event changes nothing (paid again while
+   * paid sets the same values, paid after shipped and shipped again match no row).
+   */
+  readonly everyRecordExpected: LedgerState;
+  /** {@link ledgerChecksum} of {@link everyRecordExpected}. */
+  readonly everyRecordChecksum: string;
 }
 
 /** Generates `count` ledger records, the same for the same options. */
@@ -43,6 +61,11 @@ export function generateLedgerStream(options: LedgerStreamOptions): LedgerStream
   const prefix = options.idPrefix ?? `ledger-${options.seed}-`;
   const pick = (n: number) => Math.floor(random() * n);
   const balances = new Map<string, bigint>();
+  const everyRecordBalances = new Map<string, bigint>();
+  // Per record: the account and signed amount of a credit or debit, undefined for an order event.
+  const deltas: ([string, bigint] | undefined)[] = [];
+  const credit = (into: Map<string, bigint>, [account, delta]: [string, bigint]) =>
+    into.set(account, (into.get(account) ?? 0n) + delta);
   const orders = new Map<string, "paid" | "shipped">();
   const records: OutgoingRecord[] = [];
   const unshipped: string[] = [];
@@ -51,21 +74,29 @@ export function generateLedgerStream(options: LedgerStreamOptions): LedgerStream
   let orderSeq = 0;
   const baseTime = Date.UTC(2026, 0, 1);
 
-  const toRecord = (n: number, key: string, event: LedgerEvent) => ledgerRecord(`${prefix}${n}`, key, event);
+  const toRecord = (n: number, key: string, event: LedgerEvent) =>
+    ledgerRecord(`${prefix}${n}`, key, event, options.valueBytes);
 
   while (records.length < options.count) {
     if (records.length > 0 && random() < options.duplicateRate) {
-      records.push(records[pick(records.length)]!);
+      const resent = pick(records.length);
+      records.push(records[resent]!);
+      deltas.push(deltas[resent]);
+      if (deltas[resent] !== undefined) credit(everyRecordBalances, deltas[resent]);
       duplicates += 1;
       continue;
     }
+    deltas.push(undefined);
     const n = events++;
     const roll = random();
     if (roll < 0.6 || orderSeq === 0) {
       const account = `acc-${pick(accountCount)}`;
       const credited = roll < 0.4 || orderSeq === 0;
       const amount = 1 + pick(100_000);
-      balances.set(account, (balances.get(account) ?? 0n) + BigInt(credited ? amount : -amount));
+      const delta: [string, bigint] = [account, BigInt(credited ? amount : -amount)];
+      credit(balances, delta);
+      credit(everyRecordBalances, delta);
+      deltas[deltas.length - 1] = delta;
       records.push(
         toRecord(n, account, {
           type: credited ? "ledger.account.credited" : "ledger.account.debited",
@@ -91,11 +122,23 @@ export function generateLedgerStream(options: LedgerStreamOptions): LedgerStream
     }
   }
   const expected = { balances, orders };
-  return { records, events, duplicates, expected, checksum: ledgerChecksum(expected) };
+  const everyRecordExpected = { balances: everyRecordBalances, orders };
+  return {
+    records,
+    events,
+    duplicates,
+    expected,
+    checksum: ledgerChecksum(expected),
+    everyRecordExpected,
+    everyRecordChecksum: ledgerChecksum(everyRecordExpected),
+  };
 }
 
-/** The record of one event: its key, its JSON value, and CloudEvents headers with `ce_id` = `id`. */
-function ledgerRecord(id: string, key: string, event: LedgerEvent): OutgoingRecord {
+/**
+ * The record of one event: its key, its JSON value (padded to `valueBytes`, see
+ * {@link LedgerStreamOptions.valueBytes}), and CloudEvents headers with `ce_id` = `id`.
+ */
+function ledgerRecord(id: string, key: string, event: LedgerEvent, valueBytes?: number): OutgoingRecord {
   const { type, ...data } = event;
   const value =
     event.type === "ledger.order.shipped"
@@ -103,7 +146,17 @@ function ledgerRecord(id: string, key: string, event: LedgerEvent): OutgoingReco
       : data;
   return {
     key,
-    value: JSON.stringify(value),
+    value: padJson(JSON.stringify(value), valueBytes),
     headers: { ce_specversion: "1.0", ce_id: id, ce_source: "/replayable/produce", ce_type: type },
   };
+}
+
+/**
+ * `json` (a JSON object's text, ASCII) with a last field `"pad":"xx…"` that makes it `bytes` long;
+ * `json` itself when no padding is asked or the field (at least 9 bytes: `,"pad":""`) does not fit.
+ */
+function padJson(json: string, bytes: number | undefined): string {
+  const room = bytes === undefined ? -1 : bytes - Buffer.byteLength(json) - `,"${PAD_FIELD}":""`.length;
+  if (room < 0) return json;
+  return `${json.slice(0, -1)},"${PAD_FIELD}":"${"x".repeat(room)}"}`;
 }
