@@ -395,24 +395,27 @@ export class PartitionWorker implements TopicPartition {
     }
     await failpoint("after-db-commit");
     const { result } = outcome;
+    // Only these fields wait for the offset commit, never the batch or its records: the worker goes
+    // on while commits are in flight (a replay skips batches faster than Kafka answers commits), and
+    // a batch kept alive by its commit would be memory outside the budget (memoryPlan.ts).
+    const committed = {
+      topic: this.topic,
+      partition: this.partition,
+      firstOffset: transaction.firstOffset,
+      lastOffset: transaction.lastOffset,
+      records: transaction.size,
+      bytes: transaction.bytes,
+      highWatermark: batch.highWatermark,
+      result,
+      fastPath: outcome.fastPath,
+      transactionMs: outcome.transactionMs,
+    };
     void this.options.feed
       .commit(this, result.nextOffset, batch.generation)
       .then(async (offsetCommit) => {
         await failpoint("after-offset-commit");
-        this.options.events.emit("batchCommitted", {
-          topic: this.topic,
-          partition: this.partition,
-          firstOffset: transaction.firstOffset,
-          lastOffset: transaction.lastOffset,
-          records: transaction.size,
-          bytes: transaction.bytes,
-          highWatermark: batch.highWatermark,
-          result,
-          fastPath: outcome.fastPath,
-          transactionMs: outcome.transactionMs,
-          durationMs: Number(process.hrtime.bigint() - startedNs) / 1e6,
-          offsetCommit,
-        });
+        const durationMs = Number(process.hrtime.bigint() - startedNs) / 1e6;
+        this.options.events.emit("batchCommitted", { ...committed, durationMs, offsetCommit });
       })
       .catch((error: unknown) => this.log.error({ err: error }, "after the offset commit: a step failed"));
   }
