@@ -44,7 +44,7 @@ function cpuMs(pid: number): number {
 }
 
 /** `count` batches of fresh ledger records with their event ids, offsets ascending per partition. */
-function makeBatches(count: number, size: number): Batch[] {
+function makeBatches(count: number, size: number, resent: number): Batch[] {
   const stream = generateLedgerStream({ count: count * size, duplicateRate: 0, seed: 1 });
   const next = new Array<bigint>(PARTITIONS).fill(0n);
   const batches: Batch[] = [];
@@ -68,7 +68,21 @@ function makeBatches(count: number, size: number): Batch[] {
       rows.push({ eventId: out.headers.ce_id!, offset, valueSha256: hash("sha256", value, "hex") });
       records.push({ record, value: ledgerProjection.decode(record), eventId: out.headers.ce_id });
     }
-    batches.push({ partition, rows, records, lastOffset: String(next[partition]! - 1n) });
+    // Re-sends of ids the batch before recorded (a new offset, the same value), ledger records untouched.
+    const before = batches[batches.length - 1];
+    const again = before === undefined ? [] : before.rows.slice(0, Math.round(resent * size));
+    for (const r of again) {
+      const offset = String(next[partition]!);
+      next[partition]! += 1n;
+      rows.push({ ...r, offset });
+    }
+    batches.push({
+      partition,
+      rows,
+      records,
+      lastOffset: String(next[partition]! - 1n),
+      resent: again.length,
+    });
   }
   return batches;
 }
@@ -81,20 +95,28 @@ async function ledgerTransaction(client: pg.PoolClient, batch: Batch): Promise<v
   await advanceCheckpoint(client, "ledger", TOPIC, batch.partition, String(BigInt(batch.lastOffset) + 1n));
 }
 
-/** Runs `batches` one transaction each; returns the backend's CPU ms for them. */
+/** Runs `batch` in one transaction; returns the backend's CPU ms for it. */
 async function timed(
   client: pg.PoolClient,
   pid: number,
-  batches: readonly Batch[],
+  batch: Batch,
   body: (batch: Batch) => Promise<void>,
-): Promise<number> {
+) {
   const before = cpuMs(pid);
-  for (const batch of batches) {
-    await client.query("BEGIN");
-    await body(batch);
-    await client.query("COMMIT");
-  }
+  await client.query("BEGIN");
+  await body(batch);
+  await client.query("COMMIT");
   return cpuMs(pid) - before;
+}
+
+/** Records `batch`'s ids the way `v` does (inside the caller's transaction). */
+async function runVariant(client: pg.PoolClient, v: Variant, batch: Batch): Promise<void> {
+  if (v.run !== undefined) return v.run(client, batch, TOPIC);
+  const { text, values, check } = v.statement(batch, TOPIC);
+  if (v.savepoint) await client.query("SAVEPOINT replayable_event_ids");
+  const r = await client.query({ name: `v_${v.name}`, text, values });
+  if (v.savepoint) await client.query("RELEASE SAVEPOINT replayable_event_ids");
+  await check?.(client, batch, r);
 }
 
 /** WAL bytes and full-page images per id of `variant`'s statement, from EXPLAIN (ANALYZE, WAL). */
@@ -147,6 +169,11 @@ async function main(): Promise<void> {
     .option("--rounds <n>", "rounds (each runs every variant once, on a table that keeps growing)", "3")
     .option("--wal-batches <n>", "extra batches per variant under EXPLAIN (ANALYZE, WAL)", "3")
     .option("--only <list>", "comma-separated variant names")
+    .option(
+      "--resent <fraction>",
+      "ids per batch that re-send one of the batch before (plain INSERT variants then fail)",
+      "0",
+    )
     .option("--keep", "keep the scratch database")
     .parse()
     .opts<{
@@ -156,6 +183,7 @@ async function main(): Promise<void> {
       walBatches: string;
       only?: string;
       keep?: boolean;
+      resent: string;
     }>();
   const [batches, size, rounds, walBatches] = [opts.batches, opts.batch, opts.rounds, opts.walBatches].map(
     Number,
@@ -177,26 +205,22 @@ async function main(): Promise<void> {
       const pid = (await client.query<{ pid: number }>("SELECT pg_backend_pid() AS pid")).rows[0]!.pid;
       await client.query("CREATE SCHEMA eventid_cost");
       for (const v of variants) for (const ddl of v.setup) await client.query(ddl);
-      const all = makeBatches((batches + walBatches) * rounds + 1, size);
+      const all = makeBatches((batches + walBatches) * rounds + 1, size, Number(opts.resent));
       await warmUp(client, variants, all[all.length - 1]!);
-      const cpu = new Map<string, number[]>([["offset dedupe (ledger transaction)", []]]);
+      // Every variant runs each batch in turn (into its own table), so that the load of a shared
+      // machine falls on all of them alike.
+      const ledger = "offset dedupe (ledger transaction)";
+      const cpu = new Map<string, number[]>([ledger, ...variants.map((v) => v.name)].map((n) => [n, []]));
       for (let round = 0; round < rounds; round++) {
         const set = all.slice(round * batches, (round + 1) * batches);
-        const ids = set.length * size;
-        cpu
-          .get("offset dedupe (ledger transaction)")!
-          .push((1000 * (await timed(client, pid, set, (b) => ledgerTransaction(client, b)))) / ids);
-        for (const v of variants) {
-          const ms = await timed(client, pid, set, async (b) => {
-            if (v.run !== undefined) return v.run(client, b, TOPIC);
-            const { text, values, check } = v.statement(b, TOPIC);
-            if (v.savepoint) await client.query("SAVEPOINT replayable_event_ids");
-            const r = await client.query({ name: `v_${v.name}`, text, values });
-            if (v.savepoint) await client.query("RELEASE SAVEPOINT replayable_event_ids");
-            await check?.(client, b, r);
-          });
-          (cpu.get(v.name) ?? cpu.set(v.name, []).get(v.name)!).push((1000 * ms) / ids);
+        const sums = new Map<string, number>();
+        const add = (n: string, ms: number) => sums.set(n, (sums.get(n) ?? 0) + ms);
+        for (const batch of set) {
+          add(ledger, await timed(client, pid, batch, (b) => ledgerTransaction(client, b)));
+          for (const v of variants)
+            add(v.name, await timed(client, pid, batch, (b) => runVariant(client, v, b)));
         }
+        for (const [n, ms] of sums) cpu.get(n)!.push((1000 * ms) / (set.length * size));
       }
       const walSet = all.slice(rounds * batches, rounds * batches + walBatches);
       const rows: string[][] = [];

@@ -89,7 +89,8 @@ const SELECT_PRIOR = {
 } as const;
 
 /**
- * Records the ids (unique within `rows`) and returns the ids that were recorded before (`conflicts`)
+ * Records the ids (unique within `rows`), inside the caller's transaction (BEGIN … COMMIT: it
+ * takes a savepoint), and returns the ids that were recorded before (`conflicts`)
  * and, for those still there, where they were first seen (`seen`).
  *
  * Common path, inside a savepoint: {@link LOOK_UP_AND_INSERT} reads the ids already recorded and
