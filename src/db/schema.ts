@@ -27,7 +27,7 @@ export const bytea = customType<{ data: Buffer; driverData: Buffer }>({
 /**
  * PostgreSQL `text COLLATE "C"`: compared byte by byte (memcmp) instead of through the database's
  * collation (C.UTF-8 is not "C" to PostgreSQL, which then calls strcoll for every comparison). For
- * keys that are only compared for equality and looked up in a B-tree (migration 0002).
+ * keys that are only compared for equality and looked up in a B-tree (drizzle/engine/0002_event_ids_collate_c).
  */
 export const textC = customType<{ data: string; driverData: string }>({
   dataType: () => `text COLLATE "C"`,
