@@ -24,6 +24,15 @@ export const bytea = customType<{ data: Buffer; driverData: Buffer }>({
   dataType: () => "bytea",
 });
 
+/**
+ * PostgreSQL `text COLLATE "C"`: compared byte by byte (memcmp) instead of through the database's
+ * collation (C.UTF-8 is not "C" to PostgreSQL, which then calls strcoll for every comparison). For
+ * keys that are only compared for equality and looked up in a B-tree (drizzle/engine/0002_event_ids_collate_c).
+ */
+export const textC = customType<{ data: string; driverData: string }>({
+  dataType: () => `text COLLATE "C"`,
+});
+
 /** The framework's schema. */
 export const replayableSchema = pgSchema("replayable");
 
@@ -51,8 +60,10 @@ export const checkpoints = replayableSchema.table(
 export const processedEvents = replayableSchema.table(
   "processed_events",
   {
-    projection: text("projection").notNull(),
-    eventId: text("event_id").notNull(),
+    // COLLATE "C": the primary key's look-ups and inserts compare bytes (docs/benchmarks.md
+    // "Event-id dedupe: where PostgreSQL spends it").
+    projection: textC("projection").notNull(),
+    eventId: textC("event_id").notNull(),
     topic: text("topic").notNull(),
     partition: integer("partition").notNull(),
     offset: bigint("offset", { mode: "bigint" }).notNull(),

@@ -2,7 +2,7 @@
  * Pruning dedupe state (docs/design.md "Pruning dedupe state"): an event-id row may go only when its
  * source offset is below its partition's log start offset, because that record can never be read
  * again. The count and the delete by offset scan the block ranges of the BRIN index
- * processed_events_offset_brin that may hold an offset below the log start offset (migration 0002:
+ * processed_events_offset_brin that may hold an offset below the log start offset (drizzle/0002_event_ids_brin:
  * a B-tree here cost every event-id insert more than pruning, a rare command, ever saves).
  */
 import type pg from "pg";

@@ -37,15 +37,16 @@ const ORDERS_SHIPPED = {
 /**
  * Applies a batch's fresh ledger events:
  * - credits and debits summed per account, then one `INSERT … SELECT FROM unnest … ON CONFLICT DO UPDATE`;
- * - orders paid: one upsert; orders shipped: one `UPDATE … FROM unnest … WHERE state = 'paid'`,
- *   after the paid ones. When an order appears in the batch in any other shape than
- *   "paid, then shipped" (e.g. shipped before paid, or paid twice) the order events are applied one
- *   by one with `applyOne`, so the outcome stays that of offset order.
+ * - order events in rounds ({@link orderRounds}): per round one upsert of the orders paid, then one
+ *   `UPDATE … FROM unnest … WHERE state = 'paid'` of the orders shipped. A round holds each order at
+ *   most once as paid and once as shipped, paid first, and an order's events go to rounds in offset
+ *   order, so the outcome is that of applying the records one by one in offset order: an order paid
+ *   twice in a batch (a re-sent record under offset dedupe) costs one more round, not the whole
+ *   batch's orders applied one statement per record.
  */
 export async function applyLedgerBatch(
   ctx: ApplyContext,
   records: readonly DecodedRecord<LedgerEvent>[],
-  applyOne: (ctx: ApplyContext, record: DecodedRecord<LedgerEvent>) => Promise<void>,
 ): Promise<void> {
   const deltas = new Map<string, bigint>();
   const orders: DecodedRecord<OrderEvent>[] = [];
@@ -64,11 +65,14 @@ export async function applyLedgerBatch(
       values: [[...deltas.keys()], [...deltas.values()].map(String)],
     });
   }
-  if (orders.length === 0) return;
-  if (!paidThenShipped(orders)) {
-    for (const item of orders) await applyOne(ctx, item);
-    return;
-  }
+  for (const round of orderRounds(orders)) await applyOrderRound(ctx, round);
+}
+
+/** One round's order events: each order at most once as paid and once as shipped, paid first. */
+async function applyOrderRound(
+  ctx: ApplyContext,
+  orders: readonly DecodedRecord<OrderEvent>[],
+): Promise<void> {
   const paid = orders.filter((o) => o.value.type === "ledger.order.paid") as DecodedRecord<
     Extract<OrderEvent, { type: "ledger.order.paid" }>
   >[];
@@ -86,32 +90,44 @@ export async function applyLedgerBatch(
       ],
     });
   }
-  if (shipped.length > 0) {
-    const updated = await ctx.client.query<{ order_id: string }>({
-      ...ORDERS_SHIPPED,
-      values: [shipped.map((s) => s.value.order), shipped.map((s) => String(s.value.shippedAt.getTime()))],
-    });
-    if (updated.rowCount !== shipped.length) {
-      const done = new Set(updated.rows.map((r) => r.order_id));
-      for (const s of shipped.filter((x) => !done.has(x.value.order))) {
-        ctx.log.info(
-          { offset: s.record.offset, order: s.value.order },
-          "order not shipped: already shipped, or never paid",
-        );
-      }
-    }
+  if (shipped.length === 0) return;
+  const updated = await ctx.client.query<{ order_id: string }>({
+    ...ORDERS_SHIPPED,
+    values: [shipped.map((s) => s.value.order), shipped.map((s) => String(s.value.shippedAt.getTime()))],
+  });
+  if (updated.rowCount === shipped.length) return;
+  const done = new Set(updated.rows.map((r) => r.order_id));
+  for (const s of shipped.filter((x) => !done.has(x.value.order))) {
+    ctx.log.info(
+      { offset: s.record.offset, order: s.value.order },
+      "order not shipped: already shipped, or never paid",
+    );
   }
 }
 
-/** True when every order occurs at most once as paid and at most once as shipped, paid first. */
-function paidThenShipped(orders: readonly DecodedRecord<OrderEvent>[]): boolean {
-  const seen = new Map<string, Set<OrderEvent["type"]>>();
-  for (const { value } of orders) {
-    const types = seen.get(value.order) ?? new Set();
-    if (types.has(value.type)) return false;
-    if (value.type === "ledger.order.paid" && types.has("ledger.order.shipped")) return false;
-    types.add(value.type);
-    seen.set(value.order, types);
+/**
+ * Splits order events (in offset order) into rounds that one upsert of the paid and one update of
+ * the shipped apply exactly as offset order would: an order's event goes to the round of its
+ * previous event unless that round already holds the same type for the order, or it is a `paid`
+ * after the round's `shipped`; then to the next round. Events of different orders touch different
+ * rows, so their relative order does not matter. Pure; exported for its unit test.
+ * @returns the rounds in the order they must run; each keeps offset order.
+ */
+export function orderRounds<E extends DecodedRecord<OrderEvent>>(orders: readonly E[]): E[][] {
+  const rounds: E[][] = [];
+  const last = new Map<string, { round: number; types: Set<OrderEvent["type"]> }>();
+  for (const item of orders) {
+    const { order, type } = item.value;
+    let at = last.get(order);
+    if (at === undefined) {
+      at = { round: 0, types: new Set() };
+      last.set(order, at);
+    } else if (at.types.has(type) || (type === "ledger.order.paid" && at.types.has("ledger.order.shipped"))) {
+      at.round += 1;
+      at.types = new Set();
+    }
+    at.types.add(type);
+    (rounds[at.round] ??= []).push(item);
   }
-  return true;
+  return rounds;
 }

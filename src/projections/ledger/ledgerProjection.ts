@@ -72,7 +72,7 @@ export const ledgerProjection: Projection<LedgerEvent> = {
   tables: ["ledger.ledger_accounts", "ledger.ledger_orders"],
   decode: decodeLedgerEvent,
   apply: applyLedgerEvent,
-  applyBatch: (ctx, records) => applyLedgerBatch(ctx, records, applyLedgerEvent),
+  applyBatch: applyLedgerBatch,
 };
 
 /** The ledger without its batch apply: every record in its own savepoint (for comparisons and benchmarks). */

@@ -12,6 +12,7 @@ import { migrate as drizzleMigrate } from "drizzle-orm/node-postgres/migrator";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { migrate } from "../../../src/db/migrate.js";
 import { exampleProjections } from "../../../src/projections/registry.js";
+import { insertEventIds } from "../../../src/sql/insertEventIds.js";
 import { createTestDatabase, type TestDatabase } from "../../helpers/stack.js";
 
 /** A database with no schema, migrated by the 0.1.x chain up to and including migration `last`. */
@@ -48,12 +49,15 @@ async function constraintOf(db: TestDatabase): Promise<string> {
 /** Migrations of the 0.1.x chain (drizzle/ 0000-0003). */
 const OLD_CHAIN = 4;
 /** Engine migrations after its baseline drizzle/engine/0000, applied on top of the old chain too. */
-const ENGINE_AFTER_BASELINE = 1;
+const ENGINE_AFTER_BASELINE = 2;
 
 describe("migrate on a database of the 0.1.x releases", () => {
   it("keeps a database at 0003 with its ledger rows, recording no engine migration twice", async () => {
     const db = await legacyDatabase(3);
     await db.pool.query("INSERT INTO ledger.ledger_accounts VALUES ('a-1', 42)");
+    await db.pool
+      .query(`INSERT INTO replayable.processed_events (projection, event_id, topic, partition, "offset")
+      VALUES ('ledger', 'e-1', 't', 0, 5)`);
     await migrate(db.pool, exampleProjections());
     await migrate(db.pool, exampleProjections());
     const engine = await db.pool.query("SELECT 1 FROM replayable.__drizzle_migrations");
@@ -62,6 +66,23 @@ describe("migrate on a database of the 0.1.x releases", () => {
     expect(ledger.rows).toEqual([{ account_id: "a-1", balance_cents: "42" }]);
     const recorded = await db.pool.query("SELECT 1 FROM replayable.__drizzle_migrations_ledger");
     expect(recorded.rowCount).toBe(1);
+    // Migration 0002: the event-id key compares bytes; the recorded id is still found by it.
+    const collations = await db.pool.query<{ c: string }>(
+      "SELECT column_name || ' ' || coalesce(collation_name, '') AS c FROM information_schema.columns WHERE table_schema = 'replayable' AND table_name = 'processed_events' AND column_name IN ('projection', 'event_id') ORDER BY 1",
+    );
+    expect(collations.rows.map((r) => r.c)).toEqual(["event_id C", "projection C"]);
+    const client = await db.pool.connect();
+    try {
+      await client.query("BEGIN");
+      const { conflicts, seen } = await insertEventIds(client, "ledger", "t", 1, [
+        { eventId: "e-1", offset: "9", valueSha256: null },
+      ]);
+      await client.query("COMMIT");
+      expect([...conflicts]).toEqual(["e-1"]);
+      expect(seen.get("e-1")).toMatchObject({ topic: "t", partition: 0, offset: "5" });
+    } finally {
+      client.release();
+    }
   });
 
   it("finishes the old chain of a database left at 0001, then skips the engine baseline", async () => {
@@ -82,7 +103,7 @@ describe("migrate on a database of the 0.1.x releases", () => {
     const columns = async (d: TestDatabase) =>
       (
         await d.pool.query<{ c: string }>(
-          "SELECT table_name || '.' || column_name || ' ' || data_type || ' ' || is_nullable || ' ' || coalesce(column_default, '') AS c FROM information_schema.columns WHERE table_schema = 'replayable' AND table_name NOT LIKE '\\_\\_%' ORDER BY 1",
+          "SELECT table_name || '.' || column_name || ' ' || data_type || ' ' || coalesce(collation_name, '') || ' ' || is_nullable || ' ' || coalesce(column_default, '') AS c FROM information_schema.columns WHERE table_schema = 'replayable' AND table_name NOT LIKE '\\_\\_%' ORDER BY 1",
         )
       ).rows.map((r) => r.c);
     const indexes = async (d: TestDatabase) =>

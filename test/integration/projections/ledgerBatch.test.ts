@@ -10,6 +10,10 @@ import {
   ledgerPerRecordProjection,
   ledgerProjection,
 } from "../../../src/projections/ledger/ledgerProjection.js";
+import { pino } from "pino";
+import { drizzleOf } from "../../../src/db/pool.js";
+import type { DecodedRecord } from "../../../src/projection.js";
+import type { LedgerEvent } from "../../../src/projections/ledger/events.js";
 import { tableChecksums } from "../../../src/sql/tableChecksums.js";
 import { metricOf, runUntilCaughtUp } from "../../helpers/inProcess.js";
 import {
@@ -81,5 +85,66 @@ describe("ledger batch apply", () => {
     expect(batch!.applied).toBe(stream.events);
     expect(batch!.duplicates).toBe(stream.duplicates);
     expect(batch).toEqual(perRecord);
+  });
+
+  it("applies orders paid and shipped twice in one batch set-based, as offset order does (no per-record fallback)", async () => {
+    // Under offset dedupe a re-sent order event is applied again, often in the same transaction as
+    // its original. The set-based apply runs here without the engine's fallback to per-record apply,
+    // so an upsert that meets one order twice (SQLSTATE 21000) or a round out of order fails the test.
+    let offset = 0;
+    const at = (value: LedgerEvent): DecodedRecord<LedgerEvent> => ({
+      record: {
+        topic: "t",
+        partition: 0,
+        offset: String(offset),
+        timestamp: String(1_700_000_000_000 + offset++),
+        key: null,
+        value: null,
+        headers: {},
+      },
+      value,
+      eventId: undefined,
+    });
+    const paid = (order: string, amount: number) =>
+      at({ type: "ledger.order.paid", order, account: "acc-1", amount });
+    const shipped = (order: string) =>
+      at({ type: "ledger.order.shipped", order, shippedAt: new Date(1_700_000_000_000) });
+    const batch = [
+      paid("o1", 10),
+      shipped("o2"),
+      paid("o2", 20),
+      paid("o1", 11),
+      shipped("o1"),
+      paid("o1", 12),
+      shipped("o1"),
+      at({ type: "ledger.account.credited", account: "acc-1", amount: 5 }),
+      paid("o3", 30),
+      shipped("o3"),
+      shipped("o3"),
+    ];
+    const states = [];
+    for (const setBased of [true, false]) {
+      const db = await createTestDatabase();
+      dbs.push(db);
+      const client = await db.pool.connect();
+      try {
+        await client.query("BEGIN");
+        const ctx = { client, db: drizzleOf(client), log: pino({ level: "silent" }) };
+        if (setBased) await ledgerProjection.applyBatch!(ctx, batch);
+        else for (const item of batch) await ledgerProjection.apply(ctx, item);
+        await client.query("COMMIT");
+      } finally {
+        client.release();
+      }
+      const orders = await db.pool.query(
+        `SELECT order_id, amount_cents, state, paid_at, shipped_at FROM ledger.ledger_orders ORDER BY order_id`,
+      );
+      states.push({ orders: orders.rows, tables: await tableChecksums(db.pool, ledgerProjection.tables) });
+    }
+    const [setBased, perRecord] = states;
+    expect(
+      setBased!.orders.map((o: { order_id: string; state: string }) => `${o.order_id}:${o.state}`),
+    ).toEqual(["o1:shipped", "o2:paid", "o3:shipped"]);
+    expect(setBased).toEqual(perRecord);
   });
 });

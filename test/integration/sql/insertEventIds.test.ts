@@ -117,4 +117,84 @@ describe("insertEventIds", () => {
       b.release();
     }
   });
+
+  it("returns the ids recorded before with where they were first seen, and records the others", async () => {
+    const projection = uniqueName("p");
+    const [x, y, z] = [`${projection}-x`, `${projection}-y`, `${projection}-z`];
+    const digest = "ab".repeat(32);
+    const client = await db.pool.connect();
+    try {
+      await client.query("BEGIN");
+      const first = await insertEventIds(client, projection, "t", 3, [
+        { eventId: y, offset: "7", valueSha256: digest },
+        { eventId: x, offset: "8", valueSha256: null },
+      ]);
+      await client.query("COMMIT");
+      expect(first.conflicts.size).toBe(0);
+
+      await client.query("BEGIN");
+      const second = await insertEventIds(client, projection, "u", 4, [
+        { eventId: z, offset: "1", valueSha256: null },
+        { eventId: x, offset: "2", valueSha256: digest },
+        { eventId: y, offset: "3", valueSha256: digest },
+      ]);
+      await client.query("COMMIT");
+      expect([...second.conflicts].sort()).toEqual([x, y]);
+      expect(second.seen.get(x)).toEqual({ topic: "t", partition: 3, offset: "8", valueSha256: null });
+      expect(second.seen.get(y)).toEqual({ topic: "t", partition: 3, offset: "7", valueSha256: digest });
+      expect(second.seen.has(z)).toBe(false);
+      const recorded = await db.pool.query<{ event_id: string; topic: string; offset: string }>(
+        `SELECT event_id, topic, "offset" FROM replayable.processed_events WHERE projection = $1 ORDER BY event_id`,
+        [projection],
+      );
+      expect(recorded.rows).toEqual([
+        { event_id: x, topic: "t", offset: "8" },
+        { event_id: y, topic: "t", offset: "7" },
+        { event_id: z, topic: "u", offset: "1" },
+      ]);
+    } finally {
+      client.release();
+    }
+  });
+
+  it("an id another transaction records after the look-up is decided by the primary key", async () => {
+    // A records x and stays open; B's look-up cannot see x, its INSERT waits for A, and when A
+    // commits, B's unique_violation sends it to ON CONFLICT DO NOTHING: x is B's duplicate, y is fresh.
+    const projection = uniqueName("p");
+    const [x, y] = [`${projection}-x`, `${projection}-y`];
+    const a = await db.pool.connect();
+    const b = await db.pool.connect();
+    try {
+      const bPid = await backendPid(b);
+      await a.query("BEGIN");
+      await insertEventIds(a, projection, "t", 0, rows(x));
+      await b.query("BEGIN");
+      const inserting = insertEventIds(b, projection, "t", 1, rows(x, y));
+      await waitFor("B to wait for A's row", async () => {
+        const r = await a.query<{ n: number }>(
+          "SELECT count(*)::int AS n FROM pg_stat_activity WHERE pid = $1 AND wait_event_type = 'Lock'",
+          [bPid],
+        );
+        return r.rows[0]!.n === 1 ? true : undefined;
+      });
+      await a.query("COMMIT");
+      const result = await inserting;
+      await b.query("COMMIT");
+      expect([...result.conflicts]).toEqual([x]);
+      expect(result.seen.get(x)).toMatchObject({ topic: "t", partition: 0, offset: "0" });
+      const recorded = await db.pool.query<{ event_id: string; partition: number }>(
+        `SELECT event_id, partition FROM replayable.processed_events WHERE projection = $1 ORDER BY event_id`,
+        [projection],
+      );
+      expect(recorded.rows).toEqual([
+        { event_id: x, partition: 0 },
+        { event_id: y, partition: 1 },
+      ]);
+    } finally {
+      await a.query("ROLLBACK").catch(() => undefined);
+      await b.query("ROLLBACK").catch(() => undefined);
+      a.release();
+      b.release();
+    }
+  });
 });
