@@ -4,6 +4,8 @@
  * flattered by a slow ceiling).
  */
 import type { Config } from "../src/config.js";
+import { planMemory } from "../src/engine/memoryPlan.js";
+import type { OutgoingRecord } from "../src/projections/ledger/generate.js";
 
 /**
  * `max.partition.fetch.bytes` of the Java consumer by default, 1 MiB (Kafka consumer configuration,
@@ -12,12 +14,32 @@ import type { Config } from "../src/config.js";
 export const JAVA_DEFAULT_FETCH_BYTES_PER_PARTITION = 1024 * 1024;
 
 /**
- * The fetch size per partition, bytes, that a replayable member with `config` uses on a topic of
- * `partitions` partitions (KafkaJS maxBytesPerPartition, as src/engine/consumerService.ts sets it):
- * today `config.maxBatchBytes`, whatever the partition count. The one place the benchmark derives
- * it; change it with the member's rule.
+ * The fetch size per partition, bytes, that a replayable member with `config` plans for a topic of
+ * `partitions` partitions whose records hold `bytesPerRecord` bytes of keys, values and headers
+ * (KafkaJS maxBytesPerPartition: src/engine/memoryPlan.ts, from REPLAYABLE_MEMORY_BUDGET_BYTES, once
+ * it has seen records). The one place the benchmark derives it.
  */
-export function ownFetchBytesPerPartition(config: Config, partitions: number): number {
-  void partitions;
-  return config.maxBatchBytes;
+export function ownFetchBytesPerPartition(
+  config: Config,
+  partitions: number,
+  bytesPerRecord: number,
+): number {
+  return planMemory({
+    budgetBytes: config.memoryBudgetBytes,
+    assignedPartitions: partitions,
+    prefetch: config.prefetch,
+    concurrently: config.partitionsConsumedConcurrently,
+    observed: { bytesPerRecord, msPerRecord: undefined },
+    caps: { maxBatchBytes: config.maxBatchBytes, maxBatchRecords: config.maxBatchRecords },
+  }).fetchBytesPerPartition;
+}
+
+/** Mean bytes of a record's key, value and headers (names and values), as the engine counts them (recordBytes). */
+export function meanRecordBytes(records: readonly OutgoingRecord[]): number {
+  let bytes = 0;
+  for (const r of records) {
+    bytes += Buffer.byteLength(r.key) + Buffer.byteLength(r.value);
+    for (const [name, value] of Object.entries(r.headers)) bytes += name.length + Buffer.byteLength(value);
+  }
+  return records.length === 0 ? 1 : bytes / records.length;
 }

@@ -25,7 +25,11 @@ import { produceRecords } from "../src/kafka/producer.js";
 import { createLogger } from "../src/logger.js";
 import { ledgerChecksum, readLedgerState } from "../src/projections/ledger/checksum.js";
 import { generateLedgerStream, type OutgoingRecord } from "../src/projections/ledger/generate.js";
-import { JAVA_DEFAULT_FETCH_BYTES_PER_PARTITION, ownFetchBytesPerPartition } from "./fetchSize.js";
+import {
+  JAVA_DEFAULT_FETCH_BYTES_PER_PARTITION,
+  meanRecordBytes,
+  ownFetchBytesPerPartition,
+} from "./fetchSize.js";
 import {
   RESULT_MARKER,
   SCENARIOS,
@@ -264,12 +268,13 @@ async function runShape(ctx: RunContext, shape: Shape, first: boolean): Promise<
     const produceMs = performance.now() - produceStart;
     const { events, duplicates, checksum, everyRecordChecksum } = stream;
     const expected = { events, duplicates, checksum, everyRecordChecksum };
+    const bytesPerRecord = meanRecordBytes(stream.records);
     stream.records.length = 0;
     say(
       `${label}: produced ${count} records${count < options.count ? ` (--count capped at ${options.maxShapeMiB} MiB of values)` : ""}, ${events} events, ${duplicates} re-sent, to ${topic} in ${(produceMs / 1000).toFixed(1)} s`,
     );
     const fetchBytesPerPartition = {
-      raw: ownFetchBytesPerPartition(ctx.config, shape.partitions),
+      raw: ownFetchBytesPerPartition(ctx.config, shape.partitions, bytesPerRecord),
       "raw-1mib": JAVA_DEFAULT_FETCH_BYTES_PER_PARTITION,
     };
     const states = new Map<ScenarioName, ScenarioState>();
@@ -484,8 +489,9 @@ function settings(config: Config, options: Options): Record<string, unknown> {
       only: options.only,
       partitionsConsumedConcurrently: config.partitionsConsumedConcurrently,
       prefetch: config.prefetch,
-      maxBatchRecords: config.maxBatchRecords,
-      maxBatchBytes: config.maxBatchBytes,
+      memoryBudgetBytes: config.memoryBudgetBytes,
+      maxBatchRecords: config.maxBatchRecords ?? null,
+      maxBatchBytes: config.maxBatchBytes ?? null,
       dbPoolSize: config.dbPoolSize,
     },
   };

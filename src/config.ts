@@ -40,6 +40,8 @@ const intFrom = (min: number, max: number, unit: string) => {
 };
 
 const NAME = /^[a-z][a-z0-9_]{0,62}$/;
+/** REPLAYABLE_MEMORY_BUDGET_BYTES's default, bytes (docs/benchmarks.md "The memory budget"). */
+const MEMORY_BUDGET_DEFAULT = 33_554_432;
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 
 function validPort(text: string): boolean {
@@ -148,12 +150,12 @@ const schema = z.object({
   REPLAYABLE_PARTITIONS_CONCURRENTLY: intFrom(1, 1000, "partitions").default(8),
   // Measured by `make bench` (docs/benchmarks.md): overlapping the fetch with the transaction.
   REPLAYABLE_PREFETCH: trueOrFalse("true"),
-  // Defaults measured by `make bench` (docs/benchmarks.md): one transaction per fetched partition
-  // batch of small records, and a fetch size that keeps a member's peak RSS near 200 MB.
-  REPLAYABLE_MAX_BATCH_RECORDS: intFrom(1, 100_000, "records").default(2000),
-  // 192 KiB: with prefetch a member holds two fetched batches per partition; at 256 KiB its peak RSS
-  // reached 242-259 MB in `make bench`, at 192 KiB 210-224 MB at the same rate of applied records.
-  REPLAYABLE_MAX_BATCH_BYTES: intFrom(1024, 1_073_741_824, "bytes").default(196_608),
+  // The one knob of fetch and transaction sizes (src/engine/memoryPlan.ts); the default is measured
+  // by `make bench` so that a member's peak RSS stays within 256 MB in every shape (docs/benchmarks.md).
+  REPLAYABLE_MEMORY_BUDGET_BYTES: intFrom(4_194_304, 17_179_869_184, "bytes").default(MEMORY_BUDGET_DEFAULT),
+  // Caps only when set: unset, the memory budget decides (src/engine/memoryPlan.ts).
+  REPLAYABLE_MAX_BATCH_RECORDS: intFrom(1, 100_000, "records").optional(),
+  REPLAYABLE_MAX_BATCH_BYTES: intFrom(1024, 1_073_741_824, "bytes").optional(),
   REPLAYABLE_MAX_RECORD_BYTES: intFrom(1, 1_073_741_824, "bytes").default(1_048_576),
   REPLAYABLE_SESSION_TIMEOUT_MS: intFrom(6000, 1_800_000, "ms").default(30_000),
   REPLAYABLE_HEARTBEAT_INTERVAL_MS: intFrom(100, 600_000, "ms").default(3000),
@@ -204,8 +206,16 @@ export interface Config {
   readonly partitionsConsumedConcurrently: number;
   /** Fetch a partition's next batch while its current batch's transaction runs (one batch ahead). */
   readonly prefetch: boolean;
-  readonly maxBatchRecords: number;
-  readonly maxBatchBytes: number;
+  /**
+   * How much fetched and in-flight record data the member may hold, shared by its assigned
+   * partitions, bytes (REPLAYABLE_MEMORY_BUDGET_BYTES): fetch and transaction sizes follow from it
+   * (src/engine/memoryPlan.ts).
+   */
+  readonly memoryBudgetBytes: number;
+  /** REPLAYABLE_MAX_BATCH_RECORDS: a cap of the records in one transaction; undefined when not set. */
+  readonly maxBatchRecords: number | undefined;
+  /** REPLAYABLE_MAX_BATCH_BYTES: a cap of a transaction's and a partition fetch's bytes; undefined when not set. */
+  readonly maxBatchBytes: number | undefined;
   readonly maxRecordBytes: number;
   readonly sessionTimeoutMs: number;
   readonly heartbeatIntervalMs: number;
@@ -366,6 +376,7 @@ function freezeConfig(c: z.output<typeof schema>, security: KafkaSecurity): Conf
     groupId: c.REPLAYABLE_GROUP_ID === "" ? c.REPLAYABLE_PROJECTION : c.REPLAYABLE_GROUP_ID,
     partitionsConsumedConcurrently: c.REPLAYABLE_PARTITIONS_CONCURRENTLY,
     prefetch: c.REPLAYABLE_PREFETCH,
+    memoryBudgetBytes: c.REPLAYABLE_MEMORY_BUDGET_BYTES,
     maxBatchRecords: c.REPLAYABLE_MAX_BATCH_RECORDS,
     maxBatchBytes: c.REPLAYABLE_MAX_BATCH_BYTES,
     maxRecordBytes: c.REPLAYABLE_MAX_RECORD_BYTES,

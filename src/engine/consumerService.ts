@@ -29,6 +29,7 @@ import { checkpointAheadOfLog } from "./checkpointAheadOfLog.js";
 import { DeadLetterForwarder } from "./deadLetterForwarder.js";
 import { EventIdGauge } from "./eventIdGauge.js";
 import { LagMonitor } from "./lagMonitor.js";
+import { MemoryBudget } from "./memoryBudget.js";
 import { Member, type WorkerSettings } from "./member.js";
 import { MemberEvents, type TransactionCommitted } from "./memberEvents.js";
 import { observeMetrics } from "./metricsObserver.js";
@@ -108,6 +109,8 @@ export class ConsumerService {
   private readonly lockPool: pg.Pool;
   private readonly member: Member;
   private readonly events: MemberEvents;
+  private readonly budget: MemoryBudget;
+  private feed: KafkaFeed | undefined;
   /** Connects a new admin client (the Kafka client itself stays in src/kafka/). */
   private readonly connectAdmin: () => Promise<KafkaAdmin>;
   private admin: Promise<KafkaAdmin> | undefined;
@@ -173,8 +176,31 @@ export class ConsumerService {
         log,
       });
     this.events = new MemberEvents(log);
+    this.budget = this.createBudget();
     this.observe(this.events);
     this.member = this.createMember(kafka);
+  }
+
+  /**
+   * The memory budget (REPLAYABLE_MEMORY_BUDGET_BYTES): each plan it makes sets the feed's fetch
+   * limits, is told to the observers (`memoryPlanned`: gauges, an info line) and bounds the
+   * transactions planned from then on.
+   */
+  private createBudget(): MemoryBudget {
+    const { config } = this.options;
+    return new MemoryBudget({
+      budgetBytes: config.memoryBudgetBytes,
+      prefetch: config.prefetch,
+      concurrently: config.partitionsConsumedConcurrently,
+      caps: { maxBatchBytes: config.maxBatchBytes, maxBatchRecords: config.maxBatchRecords },
+      apply: (plan, assignedPartitions) => {
+        this.feed?.setFetchLimits({
+          maxBytesPerPartition: plan.fetchBytesPerPartition,
+          maxBytes: plan.fetchMaxBytes,
+        });
+        this.events.emit("memoryPlanned", { ...plan, assignedPartitions });
+      },
+    });
   }
 
   /** The member's per-partition lag gauges and stall detection, refreshed every REPLAYABLE_LAG_REFRESH_MS. */
@@ -196,6 +222,7 @@ export class ConsumerService {
   /** The member over a KafkaJS feed: the Kafka client stays in src/kafka/. */
   private createMember(kafka: ReturnType<typeof createKafka>): Member {
     const { config } = this.options;
+    const plan = this.budget.plan;
     const feed = new KafkaFeed({
       kafka,
       groupId: config.groupId,
@@ -203,9 +230,10 @@ export class ConsumerService {
       sessionTimeoutMs: config.sessionTimeoutMs,
       heartbeatIntervalMs: config.heartbeatIntervalMs,
       partitionsConsumedConcurrently: config.partitionsConsumedConcurrently,
-      maxBytesPerPartition: config.maxBatchBytes,
+      fetchLimits: { maxBytesPerPartition: plan.fetchBytesPerPartition, maxBytes: plan.fetchMaxBytes },
       log: this.log,
     });
+    this.feed = feed;
     return new Member({
       feed,
       events: this.events,
@@ -227,7 +255,7 @@ export class ConsumerService {
       }),
       // At most REPLAYABLE_PARTITIONS_CONCURRENTLY transactions at once (back-off waits hold none).
       slots: pLimit(config.partitionsConsumedConcurrently),
-      limits: { maxRecords: config.maxBatchRecords, maxBytes: config.maxBatchBytes },
+      limits: () => this.budget.transactionLimits(),
       timing: { initialMs: config.retryInitialMs, maxMs: config.retryMaxMs },
       prefetch: config.prefetch,
       currentHighWatermark: (tp) => this.currentHighWatermark(tp),
@@ -237,6 +265,13 @@ export class ConsumerService {
   /** Subscribes the observers to the member's events, in the order they are told. */
   private observe(events: MemberEvents): void {
     const { onAssignment, onBatchCommitted } = this.options;
+    // First: a new assignment's plan is applied (the feed's fetch limits) before anyone hears of it.
+    events
+      .on("assigned", (event) => this.budget.assigned(assignedCount(event.assignment)))
+      .on("batchCommitted", (event) => this.budget.observe(event))
+      .on("memoryPlanned", (event) =>
+        this.log.info({ ...event, budgetBytes: this.options.config.memoryBudgetBytes }, "memory plan"),
+      );
     if (onAssignment !== undefined) events.on("assigned", (event) => onAssignment(event.assignment));
     observeMetrics(events, this.metrics);
     this.lagMonitor.observe(events);
@@ -503,6 +538,11 @@ function createPools(config: Config, projection: string, log: Logger): [pg.Pool,
     onIdleError,
   );
   return [pool, probePool, lockPool];
+}
+
+/** The partitions of an assignment. */
+function assignedCount(assignment: Assignment): number {
+  return Object.values(assignment).reduce((n, partitions) => n + partitions.length, 0);
 }
 
 /** The running totals that progress lines report. */

@@ -9,6 +9,7 @@ import type { RetryReason, PgFailureKind } from "../errors.js";
 import type { CommitResult } from "../feed.js";
 import type { Assignment, TopicPartition } from "../topicPartition.js";
 import type { BatchResult } from "./applyBatch.js";
+import type { MemoryPlan } from "./memoryPlan.js";
 
 /** One transaction of a partition committed (or a batch the replay fast path skipped), then its offset commit ran. */
 export interface TransactionCommitted extends TopicPartition {
@@ -17,6 +18,8 @@ export interface TransactionCommitted extends TopicPartition {
   readonly lastOffset: string;
   /** Records in the transaction (or in the skipped batch). */
   readonly records: number;
+  /** Bytes of the transaction's keys, values and headers; 0 on the fast path. */
+  readonly bytes: number;
   /** The partition's high watermark when the batch was fetched. */
   readonly highWatermark: string;
   readonly result: BatchResult;
@@ -55,6 +58,8 @@ export interface MemberEventMap {
   resumed: TopicPartition;
   /** A failure no retry can fix: the member stops. */
   fatal: { readonly error: Error };
+  /** A new memory plan applied (memoryBudget.ts): on every assignment, and when the records seen move it. */
+  memoryPlanned: MemoryPlan & { readonly assignedPartitions: number };
 }
 
 /** A listener of event `K`. */

@@ -21,6 +21,12 @@ export function observeMetrics(events: MemberEvents, metrics: Metrics): void {
     .on("resumed", ({ topic, partition }) => {
       paused.delete(partitionKey(topic, partition));
       metrics.pausedPartitions.set(paused.size);
+    })
+    .on("memoryPlanned", (plan) => {
+      metrics.fetchBytesPerPartition.set(plan.fetchBytesPerPartition);
+      metrics.fetchMaxBytes.set(plan.fetchMaxBytes);
+      metrics.transactionMaxRecords.set(plan.transactionMaxRecords);
+      metrics.transactionMaxBytes.set(plan.transactionMaxBytes);
     });
 }
 

@@ -114,7 +114,8 @@ export interface PartitionWorkerOptions extends TopicPartition {
   readonly runTransaction: TransactionRunner;
   /** The member's transaction slots (p-limit): at most REPLAYABLE_PARTITIONS_CONCURRENTLY run at once. */
   readonly slots: <T>(run: () => Promise<T>) => Promise<T>;
-  readonly limits: TransactionLimits;
+  /** The transaction sizes of the member's memory plan now (memoryBudget.ts). */
+  readonly limits: () => TransactionLimits;
   readonly timing: RetryTiming;
   /** Hold one more fetched batch behind the one applied (REPLAYABLE_PREFETCH). */
   readonly prefetch: boolean;
@@ -261,7 +262,7 @@ export class PartitionWorker implements TopicPartition {
   private async handle(batch: FetchedBatch): Promise<void> {
     const watermark: Watermark = { value: batch.highWatermark, rechecked: false };
     const whole = this.checkpoint.covering(batch.throughOffset, batch.highWatermark) !== undefined;
-    for (const transaction of planTransactions(batch, this.options.limits, whole)) {
+    for (const transaction of planTransactions(batch, this.options.limits(), whole)) {
       const outcome = await this.settle(batch, transaction, watermark);
       if (outcome.kind !== "applied") return;
     }
@@ -394,23 +395,27 @@ export class PartitionWorker implements TopicPartition {
     }
     await failpoint("after-db-commit");
     const { result } = outcome;
+    // Only these fields wait for the offset commit, never the batch or its records: the worker goes
+    // on while commits are in flight (a replay skips batches faster than Kafka answers commits), and
+    // a batch kept alive by its commit would be memory outside the budget (memoryPlan.ts).
+    const committed = {
+      topic: this.topic,
+      partition: this.partition,
+      firstOffset: transaction.firstOffset,
+      lastOffset: transaction.lastOffset,
+      records: transaction.size,
+      bytes: transaction.bytes,
+      highWatermark: batch.highWatermark,
+      result,
+      fastPath: outcome.fastPath,
+      transactionMs: outcome.transactionMs,
+    };
     void this.options.feed
       .commit(this, result.nextOffset, batch.generation)
       .then(async (offsetCommit) => {
         await failpoint("after-offset-commit");
-        this.options.events.emit("batchCommitted", {
-          topic: this.topic,
-          partition: this.partition,
-          firstOffset: transaction.firstOffset,
-          lastOffset: transaction.lastOffset,
-          records: transaction.size,
-          highWatermark: batch.highWatermark,
-          result,
-          fastPath: outcome.fastPath,
-          transactionMs: outcome.transactionMs,
-          durationMs: Number(process.hrtime.bigint() - startedNs) / 1e6,
-          offsetCommit,
-        });
+        const durationMs = Number(process.hrtime.bigint() - startedNs) / 1e6;
+        this.options.events.emit("batchCommitted", { ...committed, durationMs, offsetCommit });
       })
       .catch((error: unknown) => this.log.error({ err: error }, "after the offset commit: a step failed"));
   }

@@ -1,6 +1,7 @@
 /**
- * Planning a fetched batch's transactions: one per chunk of at most REPLAYABLE_MAX_BATCH_RECORDS
- * records and REPLAYABLE_MAX_BATCH_BYTES bytes ({@link chunkRecords}); the last one covers the
+ * Planning a fetched batch's transactions: one per chunk of at most the records and bytes the
+ * memory plan allows (memoryPlan.ts: a whole fetch, within REPLAYABLE_MAX_BATCH_RECORDS and
+ * REPLAYABLE_MAX_BATCH_BYTES when set; {@link chunkRecords}); the last one covers the
  * fetch up to its last offset (transaction markers and aborted records included). A fetch of
  * markers only, and a batch the replay fast path may skip whole, are one transaction.
  */
@@ -8,7 +9,7 @@ import type { FetchedBatch } from "../feed.js";
 import { nextOffset, type OffsetString } from "../offsets.js";
 import type { KafkaRecord } from "../record.js";
 import type { BatchResult } from "./applyBatch.js";
-import { chunkRecords } from "./chunk.js";
+import { chunkRecords, type Chunk } from "./chunk.js";
 
 /**
  * One transaction's share of a fetched batch. `throughOffset` is the last offset it covers: its
@@ -21,14 +22,16 @@ export interface PlannedTransaction {
   readonly lastOffset: string;
   readonly throughOffset: string;
   readonly size: number;
+  /** Bytes of the records' keys, values and headers; 0 when `records` is absent. */
+  readonly bytes: number;
   readonly records?: readonly KafkaRecord[];
 }
 
 /** Bounds of one transaction. */
 export interface TransactionLimits {
-  /** REPLAYABLE_MAX_BATCH_RECORDS. */
+  /** The most records (memoryPlan.ts `transactionMaxRecords`). */
   readonly maxRecords: number;
-  /** REPLAYABLE_MAX_BATCH_BYTES, bytes. */
+  /** The most bytes (memoryPlan.ts `transactionMaxBytes`), bytes. */
   readonly maxBytes: number;
 }
 
@@ -43,20 +46,21 @@ export function planTransactions(
   wholeBelowCheckpoint: boolean,
 ): PlannedTransaction[] {
   const { firstOffset, lastOffset, throughOffset, size } = batch;
-  if (size === 0 || wholeBelowCheckpoint) return [{ firstOffset, lastOffset, throughOffset, size }];
+  if (size === 0 || wholeBelowCheckpoint) return [{ firstOffset, lastOffset, throughOffset, size, bytes: 0 }];
   const transactions = chunkRecords(batch.records, limits.maxRecords, limits.maxBytes).map(ofRecords);
   const last = transactions.pop()!;
   transactions.push({ ...last, throughOffset });
   return transactions;
 }
 
-function ofRecords(records: readonly KafkaRecord[]): PlannedTransaction {
+function ofRecords({ records, bytes }: Chunk): PlannedTransaction {
   const lastOffset = records[records.length - 1]!.offset;
   return {
     firstOffset: records[0]!.offset,
     lastOffset,
     throughOffset: lastOffset,
     size: records.length,
+    bytes,
     records,
   };
 }

@@ -20,6 +20,12 @@ import { assertKafkajsPatched } from "./kafkajsPatches.js";
 import { OffsetCommits } from "./offsetCommits.js";
 import { toRecord } from "./toRecord.js";
 
+/** The sizes of a fetch, bytes: per partition (Kafka's `max.partition.fetch.bytes`) and the whole response (`fetch.max.bytes`). */
+export interface FetchLimits {
+  readonly maxBytesPerPartition: number;
+  readonly maxBytes: number;
+}
+
 /** Options for {@link KafkaFeed}. */
 export interface KafkaFeedOptions {
   readonly kafka: Kafka;
@@ -29,8 +35,8 @@ export interface KafkaFeedOptions {
   readonly heartbeatIntervalMs: number;
   /** KafkaJS `partitionsConsumedConcurrently`: how many fetched batches it hands over at once. */
   readonly partitionsConsumedConcurrently: number;
-  /** Largest fetch per partition, bytes. */
-  readonly maxBytesPerPartition: number;
+  /** The first fetch limits, bytes (KafkaJS `maxBytesPerPartition` and `maxBytes`); {@link KafkaFeed.setFetchLimits} changes them. */
+  readonly fetchLimits: FetchLimits;
   readonly log: Logger;
   /** Back-off of restarts after a crash KafkaJS does not restart itself, ms; default 1000 to 30000. */
   readonly restartInitialMs?: number;
@@ -98,7 +104,8 @@ export class KafkaFeed implements Feed {
       // talks to the coordinator on a connection of its own): 100 ms bounds that wait, at the cost
       // of up to 10 empty fetches a second per broker when idle (make bench, docs/benchmarks.md).
       maxWaitTimeInMs: 100,
-      maxBytesPerPartition: options.maxBytesPerPartition,
+      maxBytesPerPartition: options.fetchLimits.maxBytesPerPartition,
+      maxBytes: options.fetchLimits.maxBytes,
       allowAutoTopicCreation: false,
       retry: {
         retries: 10,
@@ -176,6 +183,15 @@ export class KafkaFeed implements Feed {
   resume(tp: TopicPartition): void {
     if (!this.paused.delete(partitionKey(tp.topic, tp.partition)) || this.stopRequested) return;
     this.send("resume", tp);
+  }
+
+  /**
+   * Changes the fetch limits from the next fetch on, also for the consumer groups KafkaJS creates
+   * when it restarts the consumer (KafkaJS patch 005, patches/README.md). The broker still returns
+   * the first record batch of a fetch whole when it is larger (KIP-74).
+   */
+  setFetchLimits(limits: FetchLimits): void {
+    this.consumer.setFetchLimits(limits);
   }
 
   /** {@inheritDoc Feed.commit} */

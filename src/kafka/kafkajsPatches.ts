@@ -102,6 +102,19 @@ function hasLanesAndGenerations(): boolean {
 }
 
 /**
+ * Patch 005: the consumer has `setFetchLimits`, and `run()` builds its consumer group from the
+ * limits it sets (visible in the consumer factory's source), so they survive a restart.
+ */
+function hasFetchLimits(): boolean {
+  const createConsumer = kafkajsModule<() => unknown>("consumer/index.js");
+  const source = createConsumer.toString();
+  return (
+    source.includes("const setFetchLimits") &&
+    source.includes("maxBytesPerPartition: fetchLimits.maxBytesPerPartition")
+  );
+}
+
+/**
  * Checks that the loaded KafkaJS behaves as patched, by running the patched functions on a
  * fetch response built in memory (no broker).
  * @throws ReplayableError KAFKA naming the missing patches and how to install them.
@@ -113,6 +126,7 @@ export async function assertKafkajsPatched(): Promise<void> {
     if (!filtersInterleavedAbortedTransactions()) missing.push("001 aborted-transactions");
     if (!(await passesOverEmptiedBatch())) missing.push("002 compacted-empty-batch");
     if (!hasLanesAndGenerations()) missing.push("003 lanes-and-generations");
+    if (!hasFetchLimits()) missing.push("005 fetch-limits");
   } catch (error) {
     failure = error;
     missing.push("(the check itself failed: an unexpected KafkaJS version?)");
@@ -121,7 +135,7 @@ export async function assertKafkajsPatched(): Promise<void> {
   const path = require.resolve("kafkajs");
   throw new ReplayableError(
     "KAFKA",
-    `the KafkaJS loaded from ${path} lacks replayable's patches ${missing.join(", ")}: it can deliver aborted records under read_committed or stop at a compacted batch. Install replayable with npm or pnpm (they install the patched copy it bundles), or, in a checkout, run \`npm ci\` (its postinstall applies patches/ with patch-package); see patches/README.md`,
+    `the KafkaJS loaded from ${path} lacks replayable's patches ${missing.join(", ")}: it can deliver aborted records under read_committed, stop at a compacted batch, or not follow the memory budget's fetch sizes. Install replayable with npm or pnpm (they install the patched copy it bundles), or, in a checkout, run \`npm ci\` (its postinstall applies patches/ with patch-package); see patches/README.md`,
     { cause: failure, context: { kafkajs: path, missing } },
   );
 }

@@ -26,6 +26,10 @@ export interface Metrics {
   readonly eventIds: Gauge<"projection">;
   readonly pausedPartitions: Gauge;
   readonly dlqPublishes: Counter<"result">;
+  readonly fetchBytesPerPartition: Gauge;
+  readonly fetchMaxBytes: Gauge;
+  readonly transactionMaxRecords: Gauge;
+  readonly transactionMaxBytes: Gauge;
 }
 
 const SECONDS_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -141,6 +145,26 @@ export function createMetrics(options: { registry?: Registry; processMetrics?: b
       name: "replayable_dlq_publishes_total",
       help: "Dead letters published to REPLAYABLE_DLQ_TOPIC after COMMIT, by result (published, failed); the database row stays the source of truth.",
       labelNames: ["result"] as const,
+      registers,
+    }),
+    fetchBytesPerPartition: new Gauge({
+      name: "replayable_fetch_bytes_per_partition",
+      help: "The memory plan's fetch size per partition (KafkaJS maxBytesPerPartition), bytes: REPLAYABLE_MEMORY_BUDGET_BYTES shared by the assigned partitions.",
+      registers,
+    }),
+    fetchMaxBytes: new Gauge({
+      name: "replayable_fetch_max_bytes",
+      help: "The memory plan's limit of a whole fetch response (KafkaJS maxBytes), bytes.",
+      registers,
+    }),
+    transactionMaxRecords: new Gauge({
+      name: "replayable_transaction_max_records",
+      help: "The memory plan's most records in one transaction.",
+      registers,
+    }),
+    transactionMaxBytes: new Gauge({
+      name: "replayable_transaction_max_bytes",
+      help: "The memory plan's most bytes (keys, values, headers) in one transaction.",
       registers,
     }),
   };

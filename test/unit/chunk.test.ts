@@ -20,12 +20,13 @@ describe("chunkRecords", () => {
       2,
       1000,
     );
-    expect(chunks.map((c) => c.map((r) => r.offset))).toEqual([["0", "1"], ["2", "3"], ["4"]]);
+    expect(chunks.map((c) => c.records.map((r) => r.offset))).toEqual([["0", "1"], ["2", "3"], ["4"]]);
+    expect(chunks.map((c) => c.bytes)).toEqual([2, 2, 1]);
   });
 
   it("bounds chunks by bytes and gives an oversized record a chunk of its own", () => {
     const chunks = chunkRecords([record(0, 600), record(1, 600), record(2, 5000), record(3, 10)], 100, 1024);
-    expect(chunks.map((c) => c.map((r) => r.offset))).toEqual([["0"], ["1"], ["2"], ["3"]]);
+    expect(chunks.map((c) => c.records.map((r) => r.offset))).toEqual([["0"], ["1"], ["2"], ["3"]]);
   });
 });
 

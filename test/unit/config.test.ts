@@ -53,6 +53,14 @@ describe("loadConfig refuses each bad setting, naming the variable and what is v
     ],
     [{ REPLAYABLE_MAX_BATCH_BYTES: "100" }, "REPLAYABLE_MAX_BATCH_BYTES=100: must be at least 1024 bytes"],
     [
+      { REPLAYABLE_MEMORY_BUDGET_BYTES: "1048576" },
+      "REPLAYABLE_MEMORY_BUDGET_BYTES=1048576: must be at least 4194304 bytes",
+    ],
+    [
+      { REPLAYABLE_MEMORY_BUDGET_BYTES: "64MiB" },
+      "REPLAYABLE_MEMORY_BUDGET_BYTES=64MiB: must be a whole number of bytes from 4194304 to 17179869184",
+    ],
+    [
       { REPLAYABLE_MAX_RECORD_BYTES: "-5" },
       "REPLAYABLE_MAX_RECORD_BYTES=-5: must be a whole number of bytes from 1 to 1073741824",
     ],
@@ -146,8 +154,11 @@ describe("loadConfig", () => {
     const config = loadConfig({});
     expect(config.kafka.brokers).toEqual(["127.0.0.1:9092"]);
     expect(config.groupId).toBe("ledger");
-    expect(config.maxBatchRecords).toBe(2000);
-    expect(config.maxBatchBytes).toBe(196_608);
+    // The memory budget decides the sizes; the old settings are caps only when set.
+    expect(config.memoryBudgetBytes).toBe(33_554_432);
+    expect(config.maxBatchRecords).toBeUndefined();
+    expect(config.maxBatchBytes).toBeUndefined();
+    expect(loadConfig({ REPLAYABLE_MAX_BATCH_BYTES: "65536" }).maxBatchBytes).toBe(65_536);
     expect(config.partitionsConsumedConcurrently).toBe(8);
     expect(config.prefetch).toBe(true);
     expect(config.dbPoolSize).toBe(10);

@@ -190,8 +190,17 @@ describe("bench shapes", () => {
     expect(produceBatchSize(10 * 1024 * 1024)).toBe(1);
   });
 
-  it("derives the raw scenario's fetch size from the member's settings", () => {
-    const config = loadConfig({ REPLAYABLE_MAX_BATCH_BYTES: "300000" });
-    expect(ownFetchBytesPerPartition(config, 6)).toBe(300_000);
+  it("derives the raw scenario's fetch size from the member's memory plan", () => {
+    // REPLAYABLE_MAX_BATCH_BYTES set: a cap below the budget's share.
+    expect(ownFetchBytesPerPartition(loadConfig({ REPLAYABLE_MAX_BATCH_BYTES: "30000" }), 6, 700)).toBe(
+      30_000,
+    );
+    // The budget shared by the partitions: 24 of them get smaller fetches than 6; small records too.
+    const config = loadConfig({ REPLAYABLE_MEMORY_BUDGET_BYTES: String(32 * 1_048_576) });
+    expect(ownFetchBytesPerPartition(config, 24, 700)).toBeLessThan(
+      ownFetchBytesPerPartition(config, 6, 700),
+    );
+    expect(ownFetchBytesPerPartition(config, 6, 200)).toBeLessThan(ownFetchBytesPerPartition(config, 6, 700));
+    expect(ownFetchBytesPerPartition(config, 6, 4096)).toBeLessThanOrEqual(1_048_576);
   });
 });

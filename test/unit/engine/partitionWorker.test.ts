@@ -200,7 +200,7 @@ async function setup(options: Setup = {}) {
     workers: {
       runTransaction: db.run,
       slots: (run) => run(),
-      limits: { maxRecords: options.maxRecords ?? 100, maxBytes: 1_000_000 },
+      limits: () => ({ maxRecords: options.maxRecords ?? 100, maxBytes: 1_000_000 }),
       timing: { initialMs: options.retryInitialMs ?? 1, maxMs: options.retryInitialMs ?? 2 },
       prefetch: options.prefetch ?? false,
       currentHighWatermark: options.currentHighWatermark ?? (() => Promise.resolve(undefined)),
