@@ -14,6 +14,9 @@ import { statusCommand } from "./commands/status.js";
 const program = new Command("replayable")
   .description("Apply Kafka records to PostgreSQL effectively once; replay and rebuild safely.")
   .version("0.1.0")
+  // The program's own options (--version, --help) only before the command: `run --version N`,
+  // `promote --version N` name a projection version (commander "positional options").
+  .enablePositionalOptions()
   .showHelpAfterError()
   .addCommand(initCommand())
   .addCommand(migrateCommand())

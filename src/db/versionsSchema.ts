@@ -49,10 +49,7 @@ export const projectionVersions = replayableSchema.table(
     uniqueIndex("projection_versions_one_live")
       .on(t.projection)
       .where(sql`${t.state} = 'live'`),
-    check(
-      "projection_versions_state_check",
-      sql`${t.state} IN ('live', 'shadow', 'retired', 'dropped')`,
-    ),
+    check("projection_versions_state_check", sql`${t.state} IN ('live', 'shadow', 'retired', 'dropped')`),
   ],
 );
 

@@ -78,7 +78,9 @@ export async function deleteDedupeState(
   key: string,
 ): Promise<{ checkpoints: string; eventIds: string; deadLetters: string }> {
   const del = async (table: string) =>
-    String((await client.query(`DELETE FROM replayable.${table} WHERE projection = $1`, [key])).rowCount ?? 0);
+    String(
+      (await client.query(`DELETE FROM replayable.${table} WHERE projection = $1`, [key])).rowCount ?? 0,
+    );
   return {
     checkpoints: await del("checkpoints"),
     eventIds: await del("processed_events"),
