@@ -7,7 +7,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import pg from "pg";
 import { migrate } from "../../../src/db/migrate.js";
-import { withTransaction } from "../../../src/db/withTransaction.js";
 import { insertVersion, selectVersions } from "../../../src/sql/projectionVersions.js";
 import { createVersionSchema } from "../../../src/versions/createVersion.js";
 import { swapVersions } from "../../../src/versions/swapVersions.js";
