@@ -114,6 +114,23 @@ describe("blue/green rebuild", () => {
       `promote refused, nothing changed: version 2 of ${name} has not caught up`,
     );
 
+    const status = await cli(["status", "--projection", name, "--output", "json"]);
+    expect(status.code, status.stderr).toBe(0);
+    const side = JSON.parse(status.stdout) as {
+      versions: { version: number; state: string; groupId: string; rows: { lag: string }[] }[];
+    };
+    expect(
+      side.versions.map((v) => [
+        v.version,
+        v.state,
+        v.groupId,
+        v.rows.reduce((n, r) => n + Number(r.lag), 0),
+      ]),
+    ).toEqual([
+      [1, "live", `${name}-v1`, 0],
+      [2, "shadow", `${name}-v2`, 40],
+    ]);
+
     const shadow = run(["--version", "2"]);
     await waitForCaughtUp(admin, `${name}-v2`, topic);
     const promoted = await cli(["promote", "--projection", name, "--version", "2"]);
