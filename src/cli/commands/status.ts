@@ -158,7 +158,7 @@ async function printVersionsStatus(
   printTable(
     versions.flatMap((v) =>
       v.rows.map((r) => ({ version: v.version, state: v.state, group: v.groupId, ...r })),
-    ) as unknown as Record<string, string | number>[],
+    ),
   );
   for (const v of versions)
     for (const w of v.warnings) process.stdout.write(`WARNING: version ${v.version}: ${w}\n`);
