@@ -21,7 +21,8 @@ import { createPool } from "../../db/pool.js";
 import type { Projection } from "../../projection.js";
 import type { RegisteredProjection } from "../../projections/registry.js";
 import { resolveVersion } from "../../versions/resolveVersion.js";
-import { parseVersion } from "../../versions/versionNames.js";
+import { parseVersion, type VersionedInstance } from "../../versions/versionNames.js";
+import { createMetrics, type Metrics } from "../../metrics/metrics.js";
 
 interface RunFlags extends ConnectionFlags {
   projection?: string;
@@ -98,7 +99,7 @@ async function runAction(flags: RunFlags): Promise<void> {
   await checkDatabase(config.databaseUrl, ["apply"], projection.tables).catch((error: unknown) => {
     throw unreachable(error);
   });
-  const service = new ConsumerService({ config, projection, log });
+  const service = new ConsumerService({ config, projection, log, metrics: metricsFor(projection) });
   const kafka = service.kafkaAccess;
   const removeHandlers = onShutdownSignals(() => service.stop(), config.shutdownTimeoutMs, log);
   try {
@@ -114,6 +115,17 @@ async function runAction(flags: RunFlags): Promise<void> {
     printError(errorMessage(error));
     process.exitCode = exitCodeOf(error);
   }
+}
+
+/**
+ * The member's metrics: a new registry; a blue/green version's carries the label `version="<N>"`
+ * on every sample (prom-client's default labels), so two versions' members are told apart.
+ */
+function metricsFor(projection: Projection<unknown>): Metrics {
+  const metrics = createMetrics();
+  const version = (projection as Partial<VersionedInstance>).version;
+  if (version !== undefined) metrics.registry.setDefaultLabels({ version: String(version) });
+  return metrics;
 }
 
 /**

@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import type { KafkaAdmin } from "../../../src/kafka/admin.js";
 import { produceRecords } from "../../../src/kafka/producer.js";
-import { runCli, startCliInTest, type CliProcess } from "../../helpers/process.js";
+import { runCli, scrapeMetric, startCliInTest, type CliProcess } from "../../helpers/process.js";
 import {
   createTestDatabase,
   testAdmin,
@@ -132,7 +132,14 @@ describe("blue/green rebuild", () => {
     ]);
 
     const shadow = run(["--version", "2"]);
+    const port = await shadow.metricsPort();
     await waitForCaughtUp(admin, `${name}-v2`, topic);
+    // The shadow's member labels its samples with its version.
+    await waitFor("the shadow's applied records on /metrics with version 2", async () =>
+      (await scrapeMetric(port, "replayable_records_applied_total", { version: "2" })) === 40
+        ? true
+        : undefined,
+    );
     const promoted = await cli(["promote", "--projection", name, "--version", "2"]);
     expect(promoted.code, promoted.stderr).toBe(0);
     expect(promoted.stdout).toContain(`Promoted projection ${name}: version 2 is live (was 1)`);
