@@ -7,6 +7,7 @@ import { Command } from "commander";
 import { createPool } from "../../db/pool.js";
 import { checkDatabase } from "../../db/startupCheck.js";
 import { rebuild, type RebuildOutcome } from "../../replay/rebuild.js";
+import { ReplayableError } from "../../errors.js";
 import { blueGreenRebuild } from "../../versions/blueGreenRebuild.js";
 import { reportBlueGreen } from "./rebuildBlueGreenReport.js";
 import {
@@ -69,6 +70,11 @@ async function rebuildAction(flags: RebuildFlags): Promise<void> {
   );
   const { config } = setup;
   const projection = setup.projection();
+  if (projection.versioned === true && flags.blueGreen !== true)
+    throw new ReplayableError(
+      "CONFIG_INVALID",
+      `rebuild: projection ${projection.name} is versioned: rebuild it with --blue-green (its next version beside the live one), docs/replay.md "Blue/green rebuild"`,
+    );
   const log = cliLogger(config);
   await checkDatabase(config.databaseUrl, flags.execute === true ? ["rebuild"] : [], projection.tables);
   const admin = await cliAdmin(config, log, {
