@@ -71,6 +71,13 @@ describe("blue/green rebuild under load", () => {
       }
     })();
 
+    // If the test fails early, stop both loops before the database and topic go.
+    onTestFinished(async () => {
+      producing = false;
+      reading = false;
+      await Promise.allSettled([producer, reads]);
+    });
+
     const created = await cli([
       "rebuild",
       "--projection",
