@@ -49,6 +49,15 @@ export interface ProjectionDefinition<T> {
    * permanent error the engine rolls it back and applies the records one by one instead.
    */
   applyBatch?(ctx: ApplyContext, records: readonly DecodedRecord<T>[]): Promise<void>;
+  /**
+   * Opt in to blue/green versions (docs/design.md "Blue/green versions", docs/replay.md): each
+   * version keeps the tables in schema `<name>_v<N>`, readers use the views `<name>.<table>` of
+   * the live one, and `rebuild --blue-green`, `promote`, `rollback` and `drop-version` change
+   * versions. `tables` are then named `<name>.<table>`, and `decode`/`apply` and the migrations
+   * write unqualified table names (the engine sets `search_path` to the version's schema).
+   * Default false: the projection's tables are used as named, as always.
+   */
+  readonly versioned?: boolean;
 }
 
 /**

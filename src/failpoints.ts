@@ -19,7 +19,9 @@ export type FailpointName =
   /** Before each offset commit request (docs/design.md step 8); `throw` makes the attempt fail. */
   | "offset-commit"
   /** `rebuild --execute` holds the projection's exclusive advisory lock and has changed nothing yet. */
-  | "rebuild-locked";
+  | "rebuild-locked"
+  /** `promote`/`rollback` has switched the views in its transaction and not committed yet. */
+  | "promote-before-commit";
 
 interface Failpoint {
   action: "kill" | "throw" | { sleepMs: number } | { blockMs: number };

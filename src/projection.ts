@@ -68,4 +68,10 @@ export interface Projection<T = unknown> {
    * permanent error the engine rolls it back and applies the records one by one instead.
    */
   applyBatch?(ctx: ApplyContext, records: readonly DecodedRecord<T>[]): Promise<void>;
+  /**
+   * A schema the engine sets as the transaction's `search_path` (`SET LOCAL`) before the
+   * projection's statements: set for a blue/green version (`<name>_v<N>`, docs/design.md
+   * "Blue/green versions"), whose code writes unqualified table names. Absent: the server's.
+   */
+  readonly searchPath?: string;
 }

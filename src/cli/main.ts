@@ -10,10 +10,16 @@ import { rebuildCommand } from "./commands/rebuild.js";
 import { replayCommand } from "./commands/replay.js";
 import { runCommand } from "./commands/run.js";
 import { statusCommand } from "./commands/status.js";
+import { dropVersionCommand } from "./commands/dropVersion.js";
+import { promoteCommand } from "./commands/promote.js";
+import { rollbackCommand } from "./commands/rollback.js";
 
 const program = new Command("replayable")
   .description("Apply Kafka records to PostgreSQL effectively once; replay and rebuild safely.")
   .version("0.1.0")
+  // The program's own options (--version, --help) only before the command: `run --version N`,
+  // `promote --version N` name a projection version (commander "positional options").
+  .enablePositionalOptions()
   .showHelpAfterError()
   .addCommand(initCommand())
   .addCommand(migrateCommand())
@@ -23,6 +29,9 @@ const program = new Command("replayable")
   .addCommand(checksumCommand())
   .addCommand(replayCommand())
   .addCommand(rebuildCommand())
+  .addCommand(promoteCommand())
+  .addCommand(rollbackCommand())
+  .addCommand(dropVersionCommand())
   .addCommand(pruneCommand())
   .addCommand(deadLettersCommand());
 

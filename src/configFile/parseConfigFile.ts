@@ -10,6 +10,7 @@ import type { ConfigVariable, FileSettings } from "../config.js";
 import type { RegisteredProjection } from "../projections/registry.js";
 import type { Projection } from "../projection.js";
 import { closest } from "../suggest.js";
+import { versionedTableProblems } from "../versions/versionNames.js";
 import {
   DECLARATION_KINDS,
   projectionFromDeclaration,
@@ -63,6 +64,7 @@ const definitionSchema = z.strictObject({
   decode: fn("record) => value"),
   apply: fn("ctx, decoded) => Promise<void>"),
   applyBatch: fn("ctx, decodedRecords) => Promise<void>").optional(),
+  versioned: z.boolean({ message: "must be true or false" }).optional(),
 });
 
 const DEFINITION_FIELDS = Object.keys(definitionSchema.shape);
@@ -191,6 +193,10 @@ function projectionOf(
         ],
       };
   }
+  if (d.versioned === true) {
+    const problems = versionedTableProblems(d.name, d.tables);
+    if (problems.length > 0) return { ok: false, problems };
+  }
   const definition = entry as Record<string, unknown>;
   const projection: RegisteredProjection = {
     name: d.name,
@@ -204,6 +210,7 @@ function projectionOf(
       : {}),
     migrationsFolder,
     origin: "config",
+    ...(d.versioned === true ? { versioned: true } : {}),
   };
   return { ok: true, projection };
 }

@@ -13,6 +13,10 @@
  *   when its journal `when` is above the `created_at` of the last recorded one, and
  *   `drizzle/engine/0000` has the same `when` as the old 0003: a database migrated by the old
  *   chain skips it, and a new database that ran it skips the whole old chain.
+ * - `drizzle/versions/`: the blue/green version registry and audit (src/db/versionsSchema.ts),
+ *   tracked in `replayable."__drizzle_migrations@versions"`.
+ * - a versioned projection's folder: applied to version 1's schema when it has no version
+ *   (src/versions/firstVersion.ts), tracked in `replayable."__drizzle_migrations_<name>@v1"`.
  * - a projection's own folder (`defineProjection({ migrations })`, or `drizzle/ledger` and
  *   `drizzle/github` for the examples), tracked in `replayable.__drizzle_migrations_<projection>`.
  */
@@ -24,17 +28,29 @@ import { ReplayableError, errorMessage } from "../errors.js";
 import { packageRoot } from "../packageRoot.js";
 import { advisoryLock, advisoryUnlock, MIGRATION_LOCK } from "../sql/advisoryLocks.js";
 import { missingTables } from "../sql/tableExists.js";
+import { ensureFirstVersion } from "../versions/firstVersion.js";
 
 /** The schema that holds every migrations table. */
 export const MIGRATIONS_SCHEMA = "replayable";
 /** The engine's migrations table (the same as the 0.1.x releases used). */
 const ENGINE_TABLE = "__drizzle_migrations";
+/**
+ * The migrations table of the blue/green version tables (`drizzle/versions/`), a chain of its own;
+ * `@` is never in a projection name, so no projection's table can be called so.
+ */
+const VERSIONS_TABLE = "__drizzle_migrations@versions";
 
 /** A projection whose migrations {@link migrate} applies. */
 export interface MigratingProjection {
   readonly name: string;
   /** Absolute path of a drizzle-kit migrations folder (with `meta/_journal.json`); none: nothing to apply. */
   readonly migrationsFolder?: string | undefined;
+  /**
+   * Blue/green versions (docs/design.md "Blue/green versions"): the migrations are applied to
+   * version 1's schema `<name>_v1` when the projection has no version yet, and never to an
+   * existing version (src/versions/firstVersion.ts).
+   */
+  readonly versioned?: boolean | undefined;
 }
 
 /** The migrations table of projection `name` in schema `replayable`. */
@@ -80,7 +96,12 @@ export async function migrate(
       if ((await missingTables(client, [`${MIGRATIONS_SCHEMA}.${ENGINE_TABLE}`])).length === 0)
         await run(root, ENGINE_TABLE, "replayable (0.1.x chain)");
       await run(join(root, "engine"), ENGINE_TABLE, "replayable");
+      await run(join(root, "versions"), VERSIONS_TABLE, "replayable (blue/green versions)");
       for (const projection of projections) {
+        if (projection.versioned === true) {
+          await ensureFirstVersion(client, projection);
+          continue;
+        }
         if (projection.migrationsFolder === undefined) continue;
         await run(
           projection.migrationsFolder,

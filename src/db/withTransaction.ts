@@ -4,7 +4,7 @@
  * `rebuild` all open their transactions here, so BEGIN, COMMIT and ROLLBACK are written once, with
  * one rollback behaviour (emmett's `withTransaction`, graphile/worker's `withPgClient`).
  */
-import type pg from "pg";
+import pg from "pg";
 import type { Logger } from "pino";
 
 /** Options of {@link withTransaction}. */
@@ -14,6 +14,11 @@ export interface TransactionOptions {
    * trip); 0 or absent: the server's setting. A lock wait past it fails with SQLSTATE 55P03.
    */
   readonly lockTimeoutMs?: number;
+  /**
+   * A schema to set as the transaction's `search_path` (`SET LOCAL`, in the BEGIN's round trip):
+   * a blue/green version's schema (docs/design.md "Blue/green versions"). Absent: the session's.
+   */
+  readonly searchPath?: string;
   /** Where a failed ROLLBACK is logged (warn); it is otherwise ignored, as the first error wins. */
   readonly log?: Pick<Logger, "warn">;
 }
@@ -35,11 +40,11 @@ export async function withTransaction<T>(
   if (!Number.isSafeInteger(lockTimeoutMs) || lockTimeoutMs < 0)
     throw new RangeError(`lockTimeoutMs must be a non-negative integer, got ${lockTimeoutMs}`);
   // One round trip: SET LOCAL lasts until COMMIT or ROLLBACK (PostgreSQL docs, "SET").
-  await client.query(
-    lockTimeoutMs > 0
-      ? `BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL lock_timeout = ${lockTimeoutMs}`
-      : "BEGIN ISOLATION LEVEL READ COMMITTED",
-  );
+  const statements = ["BEGIN ISOLATION LEVEL READ COMMITTED"];
+  if (lockTimeoutMs > 0) statements.push(`SET LOCAL lock_timeout = ${lockTimeoutMs}`);
+  if (options.searchPath !== undefined)
+    statements.push(`SET LOCAL search_path TO ${pg.escapeIdentifier(options.searchPath)}`);
+  await client.query(statements.join("; "));
   try {
     const value = await work();
     await client.query("COMMIT");

@@ -97,7 +97,7 @@ export async function applyBatch<T>(input: ApplyBatchInput<T>): Promise<BatchRes
       await failpoint("before-db-commit");
       return result;
     },
-    { lockTimeoutMs: input.lockTimeoutMs, log },
+    { lockTimeoutMs: input.lockTimeoutMs, searchPath: input.projection.searchPath, log },
   );
 }
 

@@ -75,7 +75,7 @@ export async function retryDeadLetter<T>(input: RetryDeadLetterInput<T>): Promis
         return { kind: "already_resolved", resolution: letter.resolution ?? "" };
       return retryUnresolved(input, letter);
     },
-    { log },
+    { searchPath: projection.searchPath, log },
   );
 }
 

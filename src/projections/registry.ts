@@ -22,6 +22,8 @@ export interface RegisteredProjection extends Projection<unknown> {
    * column mapping): one line per problem, each naming the field and the fix; empty when fine.
    */
   readonly validate?: (pool: pg.Pool) => Promise<string[]>;
+  /** Blue/green versions (defineProjection's `versioned`); absent or false: tables as named. */
+  readonly versioned?: boolean;
 }
 
 /** The shipped examples, with their migrations in `drizzle/<name>/`. */

@@ -7,6 +7,9 @@ import { Command } from "commander";
 import { createPool } from "../../db/pool.js";
 import { checkDatabase } from "../../db/startupCheck.js";
 import { rebuild, type RebuildOutcome } from "../../replay/rebuild.js";
+import { ReplayableError } from "../../errors.js";
+import { blueGreenRebuild } from "../../versions/blueGreenRebuild.js";
+import { reportBlueGreen } from "./rebuildBlueGreenReport.js";
 import {
   action,
   outputOption,
@@ -25,6 +28,7 @@ interface RebuildFlags extends ConnectionFlags {
   topic?: string[];
   execute?: boolean;
   force?: boolean;
+  blueGreen?: boolean;
   output: "table" | "json";
 }
 
@@ -45,6 +49,10 @@ export function rebuildCommand(): Command {
       "--force",
       "rebuild even though records were deleted (a log start offset above 0) or may have been compacted away (cleanup.policy=compact)",
     )
+    .option(
+      "--blue-green",
+      "a versioned projection: build its next version from the log beside the live one (schema <name>_v<N+1>, group <group>-v<N+1>); the live version keeps serving until `promote` (docs/replay.md)",
+    )
     .addOption(outputOption())
     .action(action(rebuildAction));
 }
@@ -62,6 +70,11 @@ async function rebuildAction(flags: RebuildFlags): Promise<void> {
   );
   const { config } = setup;
   const projection = setup.projection();
+  if (projection.versioned === true && flags.blueGreen !== true)
+    throw new ReplayableError(
+      "CONFIG_INVALID",
+      `rebuild: projection ${projection.name} is versioned: rebuild it with --blue-green (its next version beside the live one), docs/replay.md "Blue/green rebuild"`,
+    );
   const log = cliLogger(config);
   await checkDatabase(config.databaseUrl, flags.execute === true ? ["rebuild"] : [], projection.tables);
   const admin = await cliAdmin(config, log, {
@@ -72,6 +85,17 @@ async function rebuildAction(flags: RebuildFlags): Promise<void> {
   });
   const pool = createPool({ connectionString: config.databaseUrl, max: 2 });
   try {
+    if (flags.blueGreen === true) {
+      const options = { admin, pool, projection, groupId: config.groupId, topics: config.topics };
+      const outcome = await blueGreenRebuild({
+        ...options,
+        execute: flags.execute === true,
+        force: flags.force === true,
+        log,
+      });
+      reportBlueGreen(outcome, flags.output);
+      return;
+    }
     const outcome = await rebuild({
       admin,
       pool,

@@ -17,6 +17,12 @@ import {
 } from "../common.js";
 import { onShutdownSignals } from "../signals.js";
 import { migrateAndCheck } from "./migrate.js";
+import { createPool } from "../../db/pool.js";
+import type { Projection } from "../../projection.js";
+import type { RegisteredProjection } from "../../projections/registry.js";
+import { resolveVersion } from "../../versions/resolveVersion.js";
+import { parseVersion, type VersionedInstance } from "../../versions/versionNames.js";
+import { createMetrics, type Metrics } from "../../metrics/metrics.js";
 
 interface RunFlags extends ConnectionFlags {
   projection?: string;
@@ -25,6 +31,7 @@ interface RunFlags extends ConnectionFlags {
   metricsHost?: string;
   metricsPort?: string;
   migrate: boolean;
+  version?: string;
 }
 
 /** Builds the `run` command. */
@@ -42,6 +49,10 @@ export function runCommand(): Command {
     .option("--metrics-host <host>", "host for /metrics, /healthz, /readyz (env REPLAYABLE_METRICS_HOST)")
     .option("--metrics-port <port>", "port for /metrics (env REPLAYABLE_METRICS_PORT; 0 picks a free one)")
     .option("--no-migrate", "do not apply pending migrations at start")
+    .option(
+      "--version <n>",
+      'a versioned projection\'s version to run (default: its live one; docs/replay.md "Blue/green rebuild")',
+    )
     .action(action(runAction));
 }
 
@@ -62,26 +73,33 @@ async function runAction(flags: RunFlags): Promise<void> {
     },
     { checkTables: true },
   );
-  const { config } = setup;
-  const projection = setup.projection();
-  loadWebConfig(config.metrics.webConfigFile); // its problems before anything connects
+  const registered = setup.projection();
+  const version = versionFlag(registered, flags);
+  loadWebConfig(setup.config.metrics.webConfigFile); // its problems before anything connects
+  const unreachable = (error: unknown) => unreachableDatabase(setup.config, error);
+  if (flags.migrate) {
+    await migrateAndCheck(setup.config.databaseUrl, [registered], setup.configFile).catch(
+      (error: unknown) => {
+        throw unreachable(error);
+      },
+    );
+  }
+  const { config, projection } = await versionToRun(setup.config, registered, version).catch(
+    (error: unknown) => {
+      throw unreachable(error);
+    },
+  );
 
   const log = createLogger(config.logLevel, { groupId: config.groupId, projection: projection.name });
   log.info(
     { brokers: config.kafka.brokers, database: redactUrl(config.databaseUrl), configFile: setup.configFile },
     "starting",
   );
-  const unreachable = (error: unknown) => unreachableDatabase(config, error);
-  if (flags.migrate) {
-    await migrateAndCheck(config.databaseUrl, [projection], setup.configFile).catch((error: unknown) => {
-      throw unreachable(error);
-    });
-  }
   // Before any record is read: TLS, credentials and the runtime grants (docs/security.md).
   await checkDatabase(config.databaseUrl, ["apply"], projection.tables).catch((error: unknown) => {
     throw unreachable(error);
   });
-  const service = new ConsumerService({ config, projection, log });
+  const service = new ConsumerService({ config, projection, log, metrics: metricsFor(projection) });
   const kafka = service.kafkaAccess;
   const removeHandlers = onShutdownSignals(() => service.stop(), config.shutdownTimeoutMs, log);
   try {
@@ -96,6 +114,55 @@ async function runAction(flags: RunFlags): Promise<void> {
     const error = reportedError(outcome.error, kafka);
     printError(errorMessage(error));
     process.exitCode = exitCodeOf(error);
+  }
+}
+
+/**
+ * The member's metrics: a new registry; a blue/green version's carries the label `version="<N>"`
+ * on every sample (prom-client's default labels), so two versions' members are told apart.
+ */
+function metricsFor(projection: Projection<unknown>): Metrics {
+  const metrics = createMetrics();
+  const version = (projection as Partial<VersionedInstance>).version;
+  if (version !== undefined) metrics.registry.setDefaultLabels({ version: String(version) });
+  return metrics;
+}
+
+/**
+ * The `--version` flag of a versioned projection, parsed; undefined when not given.
+ * @throws ReplayableError CONFIG_INVALID when it is not a number, or given for a projection that
+ *   is not versioned.
+ */
+function versionFlag(projection: RegisteredProjection, flags: RunFlags): number | undefined {
+  if (flags.version === undefined) return undefined;
+  if (projection.versioned !== true)
+    throw new ReplayableError(
+      "CONFIG_INVALID",
+      `--version: projection ${projection.name} is not versioned (defineProjection({ versioned: true }) opts in to blue/green versions)`,
+    );
+  try {
+    return parseVersion(flags.version);
+  } catch (error) {
+    throw new ReplayableError("CONFIG_INVALID", errorMessage(error));
+  }
+}
+
+/**
+ * The config and projection the member runs: as given for a plain projection; for a versioned one,
+ * the version's engine instance (dedupe key `<name>@v<N>`, search_path `<name>_v<N>`) and group.
+ */
+async function versionToRun(
+  config: Config,
+  projection: RegisteredProjection,
+  version: number | undefined,
+): Promise<{ config: Config; projection: Projection<unknown> }> {
+  if (projection.versioned !== true) return { config, projection };
+  const pool = createPool({ connectionString: config.databaseUrl, max: 1 });
+  try {
+    const resolved = await resolveVersion(pool, projection, version);
+    return { config: { ...config, groupId: resolved.row.groupId }, projection: resolved.instance };
+  } finally {
+    await pool.end();
   }
 }
 

@@ -10,6 +10,8 @@ import type { Projection } from "../../projection.js";
 import { missingTopicsError, topicsNotOnCluster } from "../../replay/missingTopics.js";
 import { resolveProjectionTopics } from "../../replay/projectionTopics.js";
 import { readCheckpoints } from "../../sql/readCheckpoints.js";
+import { selectVersions } from "../../sql/projectionVersions.js";
+import { versionedInstance } from "../../versions/versionNames.js";
 import {
   action,
   outputOption,
@@ -112,6 +114,10 @@ async function statusAction(flags: StatusFlags): Promise<void> {
   });
   const pool = createPool({ connectionString: config.databaseUrl, max: 1 });
   try {
+    if (projection.versioned === true) {
+      await printVersionsStatus(admin, pool, projection, config, flags.output);
+      return;
+    }
     const { rows, warnings } = await readPartitionStatus(admin, pool, projection, config);
     if (flags.output === "json")
       printJson({ groupId: config.groupId, projection: projection.name, partitions: rows, warnings });
@@ -124,6 +130,38 @@ async function statusAction(flags: StatusFlags): Promise<void> {
     await admin.close();
     await pool.end();
   }
+}
+
+/**
+ * A versioned projection's status: every version that is not dropped, side by side (its state,
+ * group and, per partition, its offsets, checkpoint and lag), docs/design.md "Blue/green versions".
+ */
+async function printVersionsStatus(
+  admin: KafkaAdmin,
+  pool: pg.Pool,
+  projection: Projection<unknown>,
+  config: Config,
+  output: string,
+): Promise<void> {
+  const versions = [];
+  for (const row of await selectVersions(pool, projection.name)) {
+    if (row.state === "dropped") continue;
+    const instance = versionedInstance(projection, row.version);
+    const status = await readPartitionStatus(admin, pool, instance, { ...config, groupId: row.groupId });
+    versions.push({ version: row.version, state: row.state, groupId: row.groupId, ...status });
+  }
+  if (output === "json") {
+    printJson({ projection: projection.name, versions });
+    return;
+  }
+  process.stdout.write(`projection ${projection.name} (versioned)\n`);
+  printTable(
+    versions.flatMap((v) =>
+      v.rows.map((r) => ({ version: v.version, state: v.state, group: v.groupId, ...r })),
+    ),
+  );
+  for (const v of versions)
+    for (const w of v.warnings) process.stdout.write(`WARNING: version ${v.version}: ${w}\n`);
 }
 
 /**

@@ -1,0 +1,243 @@
+/**
+ * Blue/green rebuilds through the CLI against the real Kafka and PostgreSQL (docs/design.md
+ * "Blue/green versions"): `rebuild --blue-green` creates the next version beside the live one,
+ * `run --version N` builds it from the log while the live member keeps consuming, `promote` is
+ * refused while it lags or differs (allowed with --allow-different) and otherwise switches the
+ * views, `rollback` switches back, `drop-version` is refused for the live version and cleans up
+ * another one.
+ */
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
+import type { KafkaAdmin } from "../../../src/kafka/admin.js";
+import { produceRecords } from "../../../src/kafka/producer.js";
+import { runCli, scrapeMetric, startCliInTest, type CliProcess } from "../../helpers/process.js";
+import {
+  createTestDatabase,
+  testAdmin,
+  testKafka,
+  uniqueName,
+  waitFor,
+  waitForCaughtUp,
+  type TestDatabase,
+} from "../../helpers/stack.js";
+import { sales, tempFolder, writeVersionedConfig } from "../../helpers/versionedConfig.js";
+
+let admin: KafkaAdmin;
+beforeAll(async () => {
+  admin = await testAdmin();
+});
+afterAll(async () => {
+  await admin?.close();
+});
+
+/** A versioned projection in a config folder of its own, migrated, with `count` sales on a 2-partition topic. */
+async function setup(count: number) {
+  const dir = tempFolder();
+  const db = await createTestDatabase(false);
+  onTestFinished(() => db.drop());
+  const name = uniqueName("bg");
+  const topic = uniqueName("bg-topic");
+  writeVersionedConfig(dir, name, topic);
+  await admin.createTopic(topic, 2);
+  await produceRecords(testKafka(), topic, sales(count));
+  const env = { DATABASE_URL: db.url };
+  const cli = (args: string[], extra: Record<string, string> = {}) =>
+    runCli(args, { ...env, ...extra }, { cwd: dir });
+  const run = (args: string[], extra: Record<string, string> = {}) =>
+    startCliInTest(["run", ...args], { ...env, ...extra }, { cwd: dir });
+  const migrated = await cli(["migrate"]);
+  expect(migrated.code, migrated.stderr).toBe(0);
+  return { dir, db, name, topic, cli, run };
+}
+
+async function states(db: TestDatabase, name: string): Promise<[number, string][]> {
+  const r = await db.pool.query<{ version: number; state: string }>(
+    "SELECT version, state FROM replayable.projection_versions WHERE projection = $1 ORDER BY version",
+    [name],
+  );
+  return r.rows.map((row) => [row.version, row.state]);
+}
+
+async function viewTarget(db: TestDatabase, name: string): Promise<string | undefined> {
+  const r = await db.pool.query<{ definition: string }>(
+    "SELECT definition FROM pg_views WHERE schemaname = $1 AND viewname = 'totals'",
+    [name],
+  );
+  return /FROM (\S+)\.totals/.exec(r.rows[0]?.definition ?? "")?.[1];
+}
+
+async function stableTotals(db: TestDatabase, name: string): Promise<{ sales: string; cents: string }> {
+  const r = await db.pool.query<{ sales: string; cents: string }>(
+    `SELECT coalesce(sum(sales), 0)::text AS sales, coalesce(sum(cents), 0)::text AS cents FROM "${name}".totals`,
+  );
+  return r.rows[0]!;
+}
+
+async function stop(run: CliProcess, group: string): Promise<void> {
+  run.signal("SIGTERM");
+  expect((await run.exited).code).toBe(0);
+  await waitFor(`group ${group} to have no members`, async () =>
+    (await admin.describeGroup(group)).members.length === 0 ? true : undefined,
+  );
+}
+
+const centsOf = (count: number, factor = 1) =>
+  String(Array.from({ length: count }, (_, i) => (100 + i) * factor).reduce((a, b) => a + b, 0));
+
+describe("blue/green rebuild", () => {
+  it("builds version 2 from the log while version 1 serves, refuses promote while it lags, promotes it equal, rolls back, drops", async () => {
+    const { db, name, topic, cli, run } = await setup(40);
+    const live = run([]);
+    await waitForCaughtUp(admin, `${name}-v1`, topic);
+    expect(await stableTotals(db, name)).toEqual({ sales: "40", cents: centsOf(40) });
+
+    const rebuild = ["rebuild", "--projection", name, "--group", name, "--blue-green"];
+    const dry = await cli(rebuild);
+    expect(dry.code, dry.stderr).toBe(0);
+    expect(dry.stdout).toContain(
+      `Dry run (nothing changed): blue/green rebuild of projection ${name}: version 2 (schema ${name}_v2, group ${name}-v2) beside the live version 1`,
+    );
+    expect(await states(db, name)).toEqual([[1, "live"]]);
+
+    const created = await cli([...rebuild, "--execute"]);
+    expect(created.code, created.stderr).toBe(0);
+    expect(created.stdout).toContain(`Created version 2 of projection ${name}`);
+    expect(await states(db, name)).toEqual([
+      [1, "live"],
+      [2, "shadow"],
+    ]);
+    expect((await admin.committedOffsets(`${name}-v2`, [topic])).map((c) => c.offset)).toEqual(["0", "0"]);
+    expect(await viewTarget(db, name)).toBe(`${name}_v1`);
+
+    const lagging = await cli(["promote", "--projection", name, "--version", "2"]);
+    expect(lagging.code).toBe(1);
+    expect(lagging.stderr).toContain(
+      `promote refused, nothing changed: version 2 of ${name} has not caught up`,
+    );
+
+    const status = await cli(["status", "--projection", name, "--output", "json"]);
+    expect(status.code, status.stderr).toBe(0);
+    const side = JSON.parse(status.stdout) as {
+      versions: { version: number; state: string; groupId: string; rows: { lag: string }[] }[];
+    };
+    expect(
+      side.versions.map((v) => [
+        v.version,
+        v.state,
+        v.groupId,
+        v.rows.reduce((n, r) => n + Number(r.lag), 0),
+      ]),
+    ).toEqual([
+      [1, "live", `${name}-v1`, 0],
+      [2, "shadow", `${name}-v2`, 40],
+    ]);
+
+    const shadow = run(["--version", "2"]);
+    const port = await shadow.metricsPort();
+    await waitForCaughtUp(admin, `${name}-v2`, topic);
+    // The shadow's member labels its samples with its version.
+    await waitFor("the shadow's applied records on /metrics with version 2", async () =>
+      (await scrapeMetric(port, "replayable_records_applied_total", { version: "2" })) === 40
+        ? true
+        : undefined,
+    );
+    const promoted = await cli(["promote", "--projection", name, "--version", "2"]);
+    expect(promoted.code, promoted.stderr).toBe(0);
+    expect(promoted.stdout).toContain(`Promoted projection ${name}: version 2 is live (was 1)`);
+    expect(await viewTarget(db, name)).toBe(`${name}_v2`);
+    expect(await states(db, name)).toEqual([
+      [1, "retired"],
+      [2, "live"],
+    ]);
+    const audit = await db.pool.query<{ action: string; version: number; checksums: { equal: boolean }[] }>(
+      "SELECT action, version, checksums FROM replayable.projection_version_audit WHERE projection = $1 ORDER BY id",
+      [name],
+    );
+    expect(audit.rows.map((r) => [r.action, r.version])).toEqual([
+      ["create", 1],
+      ["create", 2],
+      ["promote", 2],
+    ]);
+    expect(audit.rows[2]!.checksums.map((c) => c.equal)).toEqual([true]);
+
+    // Both members keep consuming: records produced after the switch reach both versions.
+    await produceRecords(testKafka(), topic, sales(10, 40));
+    await waitForCaughtUp(admin, `${name}-v1`, topic);
+    await waitForCaughtUp(admin, `${name}-v2`, topic);
+    expect(await stableTotals(db, name)).toEqual({ sales: "50", cents: centsOf(50) });
+
+    const rolledBack = await cli(["rollback", "--projection", name]);
+    expect(rolledBack.code, rolledBack.stderr).toBe(0);
+    expect(rolledBack.stdout).toContain(`Rolled back projection ${name}: version 1 is live (was 2)`);
+    expect(await viewTarget(db, name)).toBe(`${name}_v1`);
+    expect(await states(db, name)).toEqual([
+      [1, "live"],
+      [2, "shadow"],
+    ]);
+    expect(await stableTotals(db, name)).toEqual({ sales: "50", cents: centsOf(50) });
+
+    const dropLive = await cli(["drop-version", "--projection", name, "--version", "1"]);
+    expect(dropLive.code).toBe(1);
+    expect(dropLive.stderr).toContain(`version 1 is the live version of ${name}`);
+    const dropRunning = await cli(["drop-version", "--projection", name, "--version", "2"]);
+    expect(dropRunning.code).toBe(1);
+    expect(dropRunning.stderr).toContain("drop-version refused, nothing changed");
+
+    await stop(shadow, `${name}-v2`);
+    const dropped = await cli(["drop-version", "--projection", name, "--version", "2"]);
+    expect(dropped.code, dropped.stderr).toBe(0);
+    expect(dropped.stdout).toContain(`Dropped version 2 of projection ${name}: schema ${name}_v2`);
+    expect(await states(db, name)).toEqual([
+      [1, "live"],
+      [2, "dropped"],
+    ]);
+    const left = await db.pool.query(
+      "SELECT 1 FROM pg_namespace WHERE nspname = $1 UNION ALL SELECT 1 FROM replayable.checkpoints WHERE projection = $2",
+      [`${name}_v2`, `${name}@v2`],
+    );
+    expect(left.rowCount).toBe(0);
+    expect(await stableTotals(db, name)).toEqual({ sales: "50", cents: centsOf(50) });
+    await stop(live, `${name}-v1`);
+  }, 300_000);
+
+  it("a changed projection: promote is refused while its tables differ, allowed with --allow-different (the differing table printed)", async () => {
+    const { db, name, topic, cli, run } = await setup(30);
+    const live = run([]);
+    await waitForCaughtUp(admin, `${name}-v1`, topic);
+    await stop(live, `${name}-v1`);
+    const changed = { BG_VARIANT: "changed" };
+    const created = await cli(
+      ["rebuild", "--projection", name, "--group", name, "--blue-green", "--execute"],
+      changed,
+    );
+    expect(created.code, created.stderr).toBe(0);
+    const shadow = run(["--version", "2"], changed);
+    await waitForCaughtUp(admin, `${name}-v2`, topic);
+    await stop(shadow, `${name}-v2`);
+
+    const refused = await cli(["promote", "--projection", name, "--version", "2"], changed);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain(
+      `version 2 of ${name} differs from the live version 1 at the same checkpoints:`,
+    );
+    expect(refused.stderr).toMatch(
+      / {2}totals: live 5 rows, md5 [0-9a-f]{32}; version 2 5 rows, md5 [0-9a-f]{32}/,
+    );
+    expect(refused.stderr).toContain("--allow-different");
+    expect(await viewTarget(db, name)).toBe(`${name}_v1`);
+
+    const promoted = await cli(
+      ["promote", "--projection", name, "--version", "2", "--allow-different"],
+      changed,
+    );
+    expect(promoted.code, promoted.stderr).toBe(0);
+    expect(promoted.stdout).toContain("tables that differ from version 1: totals");
+    expect(await stableTotals(db, name)).toEqual({ sales: "30", cents: centsOf(30, 2) });
+    const note = await db.pool.query<{ note: string }>(`SELECT DISTINCT note FROM "${name}".totals`);
+    expect(note.rows).toEqual([{ note: "changed" }]);
+    const forced = await db.pool.query<{ forced: boolean }>(
+      "SELECT forced FROM replayable.projection_version_audit WHERE projection = $1 AND action = 'promote'",
+      [name],
+    );
+    expect(forced.rows).toEqual([{ forced: true }]);
+  });
+});

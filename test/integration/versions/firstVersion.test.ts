@@ -1,0 +1,82 @@
+/**
+ * A versioned projection (docs/design.md "Blue/green versions") through the CLI against the real
+ * Kafka and PostgreSQL: `migrate` creates version 1 (schema, views, registry row, audit row), `run`
+ * applies into `<name>_v1` under its own dedupe key and group, readers see the rows through the
+ * stable views; `--version` of a plain projection is refused.
+ */
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
+import type { KafkaAdmin } from "../../../src/kafka/admin.js";
+import { produceRecords } from "../../../src/kafka/producer.js";
+import { runCli, startCliInTest } from "../../helpers/process.js";
+import {
+  createTestDatabase,
+  testAdmin,
+  testKafka,
+  uniqueName,
+  waitForCaughtUp,
+} from "../../helpers/stack.js";
+import { sales, tempFolder, writeVersionedConfig } from "../../helpers/versionedConfig.js";
+
+let admin: KafkaAdmin;
+beforeAll(async () => {
+  admin = await testAdmin();
+});
+afterAll(async () => {
+  await admin?.close();
+});
+
+describe("a versioned projection's first version", () => {
+  it("migrate creates version 1 with views in the stable schema; run applies into it under name@v1 and group -v1", async () => {
+    const dir = tempFolder();
+    const db = await createTestDatabase(false);
+    onTestFinished(() => db.drop());
+    const name = uniqueName("bg");
+    const topic = uniqueName("bg-topic");
+    writeVersionedConfig(dir, name, topic);
+    const env = { DATABASE_URL: db.url };
+    await admin.createTopic(topic, 2);
+    await produceRecords(testKafka(), topic, sales(30));
+
+    const migrated = await runCli(["migrate"], env, { cwd: dir });
+    expect(migrated.stderr).toBe("");
+    expect(migrated.code).toBe(0);
+    const versions = await db.pool.query(
+      "SELECT version, schema_name, group_id, state FROM replayable.projection_versions WHERE projection = $1",
+      [name],
+    );
+    expect(versions.rows).toEqual([
+      { version: 1, schema_name: `${name}_v1`, group_id: `${name}-v1`, state: "live" },
+    ]);
+    const views = await db.pool.query<{ definition: string }>(
+      "SELECT definition FROM pg_views WHERE schemaname = $1 AND viewname = 'totals'",
+      [name],
+    );
+    expect(views.rows[0]?.definition).toContain(`${name}_v1.totals`);
+    const audit = await db.pool.query("SELECT action, version FROM replayable.projection_version_audit");
+    expect(audit.rows).toEqual([{ action: "create", version: 1 }]);
+    // migrate again: nothing new
+    expect((await runCli(["migrate"], env, { cwd: dir })).code).toBe(0);
+    expect((await db.pool.query("SELECT 1 FROM replayable.projection_versions")).rowCount).toBe(1);
+
+    const run = startCliInTest(["run"], env, { cwd: dir });
+    await waitForCaughtUp(admin, `${name}-v1`, topic);
+    run.signal("SIGTERM");
+    expect((await run.exited).code).toBe(0);
+    const totals = await db.pool.query<{ sales: string }>(
+      `SELECT sum(sales)::text AS sales FROM "${name}".totals`,
+    );
+    expect(totals.rows[0]?.sales).toBe("30");
+    const checkpoints = await db.pool.query<{ projection: string }>(
+      "SELECT DISTINCT projection FROM replayable.checkpoints",
+    );
+    expect(checkpoints.rows).toEqual([{ projection: `${name}@v1` }]);
+  });
+
+  it("refuses --version for a projection that is not versioned", async () => {
+    const db = await createTestDatabase(true);
+    onTestFinished(() => db.drop());
+    const r = await runCli(["run", "--projection", "ledger", "--version", "2", "--database-url", db.url]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("--version: projection ledger is not versioned");
+  });
+});
