@@ -188,9 +188,12 @@ describe("prune and unread records", () => {
     await runUntilRead(stack.admin, stack.db.url, topic, group, 3);
     await stack.admin.deleteRecords(topic, [{ partition: 0, offset: "1" }]);
 
-    // The member holds its next transaction open for 4 s before COMMIT: the re-send stays unread meanwhile.
+    // The member holds its next transaction open for 20 s before COMMIT: the re-send stays unread
+    // meanwhile. prune must read the log and the checkpoints inside that window; on a loaded machine
+    // its start (a CLI process) took more than the 4 s this once allowed, and prune then found
+    // nothing unread. prune's own wait (--wait-ms, 60 s) covers the 20 s.
     const member = startCli(runArgs(stack.db.url, topic, group), {
-      REPLAYABLE_FAILPOINTS: "before-db-commit=sleep:4000@1",
+      REPLAYABLE_FAILPOINTS: "before-db-commit=sleep:20000@1",
     });
     try {
       const port = await member.metricsPort();
