@@ -21,7 +21,8 @@
  * - The fetch response is capped at the fetch size times the partitions (so it never binds before
  *   the per-partition size does) and at 50 MiB, Java's `fetch.max.bytes` default.
  * - A transaction applies a whole fetch (its bytes bound = the fetch size), unless that takes
- *   longer than {@link TRANSACTION_LATENCY_GOAL_MS} at the latency per record seen so far, or holds
+ *   longer than {@link TRANSACTION_LATENCY_GOAL_MS} at the latency per record seen so far (never
+ *   below {@link MIN_LATENCY_TRANSACTION_RECORDS} records for that reason), or holds
  *   more than REPLAYABLE_MAX_BATCH_RECORDS when the operator set it.
  */
 
@@ -42,6 +43,14 @@ export const NODE_BYTES_PER_RECORD = 1200;
 export const ASSUMED_BYTES_PER_RECORD = 256;
 /** The longest a transaction should take by the latency per record seen, ms. */
 export const TRANSACTION_LATENCY_GOAL_MS = 1000;
+/**
+ * The fewest records the latency goal may bound a transaction to. A transaction's time is mostly
+ * fixed per transaction on a busy machine (round trips, the checkpoint lock, COMMIT); read as time
+ * per record, it shrank the next transactions, which made the fixed part weigh more: `make bench`
+ * went down to about 24 records a transaction (700-byte records, 24 partitions). Below this floor
+ * only REPLAYABLE_MAX_BATCH_RECORDS, when set, or the fetch itself bounds a transaction.
+ */
+export const MIN_LATENCY_TRANSACTION_RECORDS = 1000;
 /** The most records of one transaction when nothing else bounds it (REPLAYABLE_MAX_BATCH_RECORDS's maximum). */
 export const MAX_TRANSACTION_RECORDS = 100_000;
 
@@ -104,7 +113,7 @@ export function planMemory(input: MemoryPlanInput): MemoryPlan {
   const byLatency =
     msPerRecord === undefined || msPerRecord <= 0
       ? MAX_TRANSACTION_RECORDS
-      : Math.max(1, Math.floor(TRANSACTION_LATENCY_GOAL_MS / msPerRecord));
+      : Math.max(MIN_LATENCY_TRANSACTION_RECORDS, Math.floor(TRANSACTION_LATENCY_GOAL_MS / msPerRecord));
   const transactionMaxRecords = Math.min(
     MAX_TRANSACTION_RECORDS,
     byLatency,

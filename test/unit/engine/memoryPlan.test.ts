@@ -12,6 +12,7 @@ import {
   MIN_FETCH_BYTES,
   NODE_BYTES_PER_RECORD,
   TRANSACTION_LATENCY_GOAL_MS,
+  MIN_LATENCY_TRANSACTION_RECORDS,
   planMemory,
   type MemoryPlanInput,
 } from "../../../src/engine/memoryPlan.js";
@@ -112,10 +113,22 @@ describe("planMemory: the transaction size", () => {
   });
 
   it("is bounded by the latency goal at the time per record seen", () => {
-    const slow = planMemory(input({ observed: { bytesPerRecord: 700, msPerRecord: 4 } }));
-    expect(slow.transactionMaxRecords).toBe(TRANSACTION_LATENCY_GOAL_MS / 4);
+    const slow = planMemory(input({ observed: { bytesPerRecord: 700, msPerRecord: 0.5 } }));
+    expect(slow.transactionMaxRecords).toBe(TRANSACTION_LATENCY_GOAL_MS / 0.5);
     const verySlow = planMemory(input({ observed: { bytesPerRecord: 700, msPerRecord: 5000 } }));
-    expect(verySlow.transactionMaxRecords).toBe(1);
+    expect(verySlow.transactionMaxRecords).toBe(MIN_LATENCY_TRANSACTION_RECORDS);
+  });
+
+  it("never shrinks a transaction below MIN_LATENCY_TRANSACTION_RECORDS by latency (regression: make bench, 700-byte records on 24 partitions)", () => {
+    // A transaction's time is mostly fixed per transaction (round trips, the checkpoint lock, COMMIT)
+    // on a busy machine: read as time per record it shrank the next transactions, which made the
+    // fixed part weigh more, down to about 24 records a transaction and 340 records/s.
+    const slow = planMemory(input({ observed: { bytesPerRecord: 700, msPerRecord: 40 } }));
+    expect(slow.transactionMaxRecords).toBe(MIN_LATENCY_TRANSACTION_RECORDS);
+    expect(
+      planMemory(input({ caps: { maxBatchRecords: 50 }, observed: { bytesPerRecord: 700, msPerRecord: 40 } }))
+        .transactionMaxRecords,
+    ).toBe(50);
   });
 
   it("is bounded by REPLAYABLE_MAX_BATCH_RECORDS only when set", () => {
