@@ -21,7 +21,9 @@ export type FailpointName =
   /** `rebuild --execute` holds the projection's exclusive advisory lock and has changed nothing yet. */
   | "rebuild-locked"
   /** `promote`/`rollback` has switched the views in its transaction and not committed yet. */
-  | "promote-before-commit";
+  | "promote-before-commit"
+  /** `drop-version` has deleted the version's consumer group and not begun its database step. */
+  | "drop-version-group-deleted";
 
 interface Failpoint {
   action: "kill" | "throw" | { sleepMs: number } | { blockMs: number };

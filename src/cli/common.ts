@@ -235,8 +235,11 @@ export function cliLogger(config: Config, fallback = "warn"): Logger {
 /** What a command reads or changes in Kafka, for the access check and its messages. */
 export interface KafkaNeeds {
   readonly groupId?: string | undefined;
-  /** `Read` to commit the group's offsets (replay/rebuild --execute), `Describe` to read them. */
-  readonly groupOperation?: "Read" | "Describe";
+  /**
+   * `Read` to commit the group's offsets (replay/rebuild --execute), `Describe` to read them,
+   * `Delete` to delete the group (drop-version).
+   */
+  readonly groupOperation?: "Read" | "Describe" | "Delete";
   readonly topics?: readonly string[];
   readonly topicOperations?: readonly TopicOperation[];
 }

@@ -27,6 +27,18 @@ function committed(topic: string, partition: number, offset: string): CommittedO
   return { topic, partition, offset: committedOffsetOrNone(offset) ?? NO_COMMITTED_OFFSET };
 }
 
+/** Kafka protocol error codes of DeleteGroups (org.apache.kafka.common.protocol.Errors). */
+const NON_EMPTY_GROUP = 68;
+const GROUP_ID_NOT_FOUND = 69;
+
+/** The error code KafkaJS's KafkaJSDeleteGroupsError reports for `groupId`, if it is one. */
+function deleteGroupsErrorCode(error: unknown, groupId: string): number | undefined {
+  const groups = (error as { groups?: unknown } | null)?.groups;
+  if (!Array.isArray(groups)) return undefined;
+  const entry = (groups as { groupId?: unknown; errorCode?: unknown }[]).find((g) => g.groupId === groupId);
+  return typeof entry?.errorCode === "number" ? entry.errorCode : undefined;
+}
+
 /** A member of a consumer group as the coordinator describes it. */
 export interface GroupMember {
   readonly memberId: string;
@@ -151,6 +163,26 @@ export class KafkaAdmin {
         clientHost: m.clientHost,
       })),
     };
+  }
+
+  /**
+   * Deletes consumer group `groupId` with its committed offsets (DeleteGroups, KIP-229; what
+   * `kafka-consumer-groups --delete --group` sends). The coordinator refuses a group with members
+   * (NON_EMPTY_GROUP), so a member that joined after the caller's describe is never cut off.
+   * @returns `deleted`, `absent` (GROUP_ID_NOT_FOUND: already gone, or never committed anything) or
+   *   `has-members` (NON_EMPTY_GROUP: nothing deleted).
+   * @throws the KafkaJS error for any other failure (an ACL, no coordinator).
+   */
+  async deleteGroup(groupId: string): Promise<"deleted" | "absent" | "has-members"> {
+    try {
+      await this.admin.deleteGroups([groupId]);
+      return "deleted";
+    } catch (error) {
+      const code = deleteGroupsErrorCode(error, groupId);
+      if (code === GROUP_ID_NOT_FOUND) return "absent";
+      if (code === NON_EMPTY_GROUP) return "has-members";
+      throw error;
+    }
   }
 
   /**

@@ -14,8 +14,11 @@ export interface FailureContext {
   readonly brokers: readonly string[];
   /** The consumer group the command works on, if any. */
   readonly groupId?: string | undefined;
-  /** The operation the command needs on its group (`Read` for a member, `Describe` for status). */
-  readonly groupOperation?: "Read" | "Describe";
+  /**
+   * The operation the command needs on its group (`Read` for a member, `Describe` for status,
+   * `Delete` for drop-version).
+   */
+  readonly groupOperation?: "Read" | "Describe" | "Delete";
   /** The topics the command works on and the operations it needs on them (default Read). */
   readonly topics?: readonly string[];
   readonly topicOperations?: readonly TopicOperation[];

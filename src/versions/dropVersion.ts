@@ -1,24 +1,45 @@
 /**
- * `drop-version`: removes a version's schema (its tables), migrations table and dedupe state
- * (checkpoints, event ids, dead letters under `<name>@v<N>`), and marks it `dropped` (the number
- * is never reused), with an audit row, in one transaction (docs/design.md "Blue/green versions").
- * Refused for the live version, while a `run` of the version holds its advisory lock, and while its
- * consumer group has members.
+ * `drop-version`: removes a version that is not live (docs/design.md "Blue/green versions"). Kafka
+ * first: its consumer group (with its committed offsets) is deleted; then the database, in one
+ * transaction: its schema (its tables), migrations table and dedupe state (checkpoints, event ids,
+ * dead letters under `<name>@v<N>`), its registry row marked `dropped` (the number is never
+ * reused) and an audit row with its last checkpoints, its group's last committed offsets and its
+ * tables' checksums. Refused for the live version, while a `run` of the version holds its advisory
+ * lock, and while its consumer group has members.
+ *
+ * Why Kafka first: the coordinator refuses to delete a group with members (NON_EMPTY_GROUP), so a
+ * member that joined after the check is never cut off from a dropped schema; and a crash between the
+ * steps leaves a registered version with its tables and checkpoints intact but no committed
+ * offsets, which is consistent (a `run` of it re-reads from the log start offset and skips up to its
+ * checkpoints as duplicates) and is finished by running `drop-version` again (a group already gone
+ * is fine). The reverse order would leave a group with committed offsets for a version whose state
+ * is gone.
  */
 import type pg from "pg";
 import { withTransaction } from "../db/withTransaction.js";
-import type { KafkaAdmin } from "../kafka/admin.js";
+import { failpoint } from "../failpoints.js";
+import type { CommittedOffset, KafkaAdmin } from "../kafka/admin.js";
 import type { Projection } from "../projection.js";
 import { withExclusiveProjectionLock, projectionLockedMessage } from "../replay/exclusiveLock.js";
 import { groupActiveMessage } from "../replay/groupActivity.js";
-import { insertVersionAudit, selectVersions, setVersionState } from "../sql/projectionVersions.js";
-import { deleteDedupeState, dropVersionSchema } from "../sql/versionViews.js";
+import {
+  insertVersionAudit,
+  selectVersions,
+  setVersionState,
+  type VersionRow,
+} from "../sql/projectionVersions.js";
+import { readCheckpoints, type CheckpointRow } from "../sql/readCheckpoints.js";
+import { tableChecksums, type TableChecksum } from "../sql/tableChecksums.js";
+import { deleteDedupeState, dropVersionSchema, schemaTables } from "../sql/versionViews.js";
 import { versionMigrationsTable } from "./createVersion.js";
 import { operator } from "./operator.js";
 import { resolveVersion } from "./resolveVersion.js";
 import { versionKey } from "./versionNames.js";
 
-/** How a drop-version ended. */
+/** What happened to the version's consumer group: deleted now, or already gone (a rerun). */
+export type GroupDeletion = "deleted" | "absent";
+
+/** How a drop-version ended. Row counts are decimal strings. */
 export type DropOutcome =
   | {
       readonly kind: "dropped";
@@ -26,6 +47,9 @@ export type DropOutcome =
       readonly schema: string;
       readonly auditId: string;
       readonly deleted: { checkpoints: string; eventIds: string; deadLetters: string };
+      readonly group: { readonly groupId: string; readonly deletion: GroupDeletion };
+      /** The version's checkpoints when it was dropped. */
+      readonly lastCheckpoints: readonly CheckpointRow[];
     }
   | {
       readonly kind: "refused";
@@ -33,9 +57,22 @@ export type DropOutcome =
       readonly message: string;
     };
 
+type Refusal = Extract<DropOutcome, { kind: "refused" }>;
+
+const liveRefusal = (projection: string, version: number, meanwhile: boolean): Refusal => ({
+  kind: "refused",
+  reason: "LIVE_VERSION",
+  message: meanwhile
+    ? `version ${version} of ${projection} became live meanwhile; nothing dropped`
+    : `version ${version} is the live version of ${projection}: readers use it. Promote another version (or roll back) first.`,
+});
+
 /**
- * Drops version `version` of `projection`.
- * @throws ReplayableError CONFIG_INVALID for a version that does not exist or was dropped already.
+ * Drops version `version` of `projection`: its group in Kafka, then its state in PostgreSQL.
+ * Running it again after a crash between the two finishes the job.
+ * @throws ReplayableError CONFIG_INVALID for a version that does not exist or was dropped already;
+ *   the KafkaJS error when the group cannot be deleted for another reason than members or absence
+ *   (e.g. a missing Delete ACL on the group): nothing changed in PostgreSQL then.
  */
 export async function dropVersion(
   admin: KafkaAdmin,
@@ -44,39 +81,78 @@ export async function dropVersion(
   version: number,
 ): Promise<DropOutcome> {
   const { row } = await resolveVersion(pool, projection, version);
-  if (row.state === "live")
-    return {
-      kind: "refused",
-      reason: "LIVE_VERSION",
-      message: `version ${version} is the live version of ${projection.name}: readers use it. Promote another version (or roll back) first.`,
-    };
-  const group = await admin.describeGroup(row.groupId);
-  const active = groupActiveMessage(row.groupId, group.state, group.members, `drop version ${version}`);
+  if (row.state === "live") return liveRefusal(projection.name, version, false);
+  const described = await admin.describeGroup(row.groupId);
+  const active = groupActiveMessage(
+    row.groupId,
+    described.state,
+    described.members,
+    `drop version ${version}`,
+  );
   if (active !== undefined) return { kind: "refused", reason: "GROUP_ACTIVE", message: active };
   const key = versionKey(projection.name, version);
-  const locked = await withExclusiveProjectionLock(pool, key, (client) =>
-    withTransaction(client, async () => {
-      const rows = await selectVersions(client, projection.name, true);
-      if (rows.find((r) => r.version === version)?.state === "live")
-        return {
-          kind: "refused" as const,
-          reason: "LIVE_VERSION" as const,
-          message: `version ${version} of ${projection.name} became live meanwhile; nothing dropped`,
-        };
-      await dropVersionSchema(client, row.schemaName, versionMigrationsTable(projection.name, version));
-      const deleted = await deleteDedupeState(client, key);
-      await setVersionState(client, projection.name, version, "dropped");
-      const auditId = await insertVersionAudit(client, {
-        projection: projection.name,
-        action: "drop",
-        version,
-        ...operator(),
-        forced: false,
-        offsets: { deleted },
-      });
-      return { kind: "dropped" as const, version, schema: row.schemaName, auditId, deleted };
-    }),
-  );
+  const locked = await withExclusiveProjectionLock(pool, key, async (client) => {
+    const now = (await selectVersions(client, projection.name)).find((r) => r.version === version);
+    if (now?.state === "live") return liveRefusal(projection.name, version, true);
+    const groupOffsets = await admin.groupCommittedOffsets(row.groupId);
+    const deletion = await admin.deleteGroup(row.groupId);
+    if (deletion === "has-members")
+      return {
+        kind: "refused" as const,
+        reason: "GROUP_ACTIVE" as const,
+        message: `group ${row.groupId} has members again (the coordinator refused to delete it): stop every \`replayable run --version ${version}\`, then run drop-version again; nothing changed`,
+      };
+    await failpoint("drop-version-group-deleted");
+    return dropInDatabase(client, projection.name, row, { deletion, groupOffsets });
+  });
   if (locked.locked) return locked.value;
   return { kind: "refused", reason: "PROJECTION_LOCKED", message: projectionLockedMessage(key, "drop it") };
+}
+
+/** The database step: one transaction, re-checking the version is still not live. */
+async function dropInDatabase(
+  client: pg.ClientBase,
+  projection: string,
+  row: VersionRow,
+  kafka: { deletion: GroupDeletion; groupOffsets: readonly CommittedOffset[] },
+): Promise<DropOutcome> {
+  const { version } = row;
+  const key = versionKey(projection, version);
+  return withTransaction(client, async () => {
+    const rows = await selectVersions(client, projection, true);
+    if (rows.find((r) => r.version === version)?.state === "live")
+      return liveRefusal(projection, version, true);
+    const lastCheckpoints = await readCheckpoints(client, key);
+    const tables = await schemaTables(client, row.schemaName);
+    const checksums: TableChecksum[] = await tableChecksums(
+      client,
+      tables.map((t) => `${row.schemaName}.${t}`),
+    );
+    await dropVersionSchema(client, row.schemaName, versionMigrationsTable(projection, version));
+    const deleted = await deleteDedupeState(client, key);
+    await setVersionState(client, projection, version, "dropped");
+    const group = { groupId: row.groupId, deletion: kafka.deletion };
+    const auditId = await insertVersionAudit(client, {
+      projection,
+      action: "drop",
+      version,
+      ...operator(),
+      forced: false,
+      offsets: {
+        checkpoints: lastCheckpoints,
+        group: { ...group, committedOffsets: kafka.groupOffsets },
+        deleted,
+      },
+      checksums,
+    });
+    return {
+      kind: "dropped" as const,
+      version,
+      schema: row.schemaName,
+      auditId,
+      deleted,
+      group,
+      lastCheckpoints,
+    };
+  });
 }

@@ -147,6 +147,7 @@ function comparisonRefusal(
 
 /** Inputs of {@link rollback}. */
 export interface RollbackOptions {
+  readonly admin: KafkaAdmin;
   readonly pool: pg.Pool;
   readonly projection: Projection<unknown>;
   readonly lockTimeoutMs: number;
@@ -154,11 +155,15 @@ export interface RollbackOptions {
 
 /**
  * Makes the newest retired version live again; the live one becomes a shadow (it can be promoted
- * again, or dropped). No lag or checksum check: the retired version is as its member left it.
+ * again, or dropped). No lag or checksum check refuses it: the retired version is as its member
+ * left it. Its audit row still records, like a promote's, both versions' checkpoints and high
+ * watermarks per partition (`offsets.live`, `offsets.restored`), their checkpoints in the snapshot
+ * of the checksums, and both versions' table checksums (`checksums`; `live` is the version
+ * replaced, `candidate` the one restored).
  * @throws as {@link promote}.
  */
 export async function rollback(options: RollbackOptions): Promise<SwapOutcome> {
-  const { pool, projection } = options;
+  const { admin, pool, projection } = options;
   const live = await resolveVersion(pool, projection);
   const retired = (await selectVersions(pool, projection.name))
     .filter((r) => r.state === "retired")
@@ -169,6 +174,14 @@ export async function rollback(options: RollbackOptions): Promise<SwapOutcome> {
       reason: "NO_RETIRED_VERSION",
       message: `projection ${projection.name} has no retired version to roll back to (the live version is ${live.row.version}; a version becomes retired when another is promoted over it)`,
     };
+  const target = await resolveVersion(pool, projection, retired.version);
+  const liveLag = await versionLag(admin, pool, live.instance, live.row.groupId, []);
+  const lag = await versionLag(admin, pool, target.instance, target.row.groupId, []);
+  const side = (v: number) => ({
+    key: versionKey(projection.name, v),
+    schema: versionSchema(projection.name, v),
+  });
+  const comparison = await compareVersions(pool, side(live.row.version), side(retired.version), 0);
   const client = await pool.connect();
   try {
     const { auditId, views } = await swapVersions(client, {
@@ -178,9 +191,19 @@ export async function rollback(options: RollbackOptions): Promise<SwapOutcome> {
       toState: "retired",
       fromBecomes: "shadow",
       lockTimeoutMs: options.lockTimeoutMs,
-      audit: { action: "rollback", ...operator(), forced: false },
+      audit: {
+        action: "rollback",
+        ...operator(),
+        forced: false,
+        offsets: {
+          live: liveLag,
+          restored: lag,
+          snapshot: { live: comparison.liveCheckpoints, restored: comparison.candidateCheckpoints },
+        },
+        checksums: comparison.tables,
+      },
     });
-    return { kind: "switched", from: live.row.version, to: retired.version, auditId, views, lag: [] };
+    return { kind: "switched", from: live.row.version, to: retired.version, auditId, views, lag, comparison };
   } finally {
     client.release();
   }

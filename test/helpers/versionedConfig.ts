@@ -3,6 +3,7 @@
  * the blue/green tests: `shop_totals`-like sums of sales from a JSON topic, written with unqualified
  * table names. `BG_VARIANT=changed` in the CLI's environment makes it a changed projection: its
  * migrations add a column `note` and it counts cents twice, so its tables differ from the original's.
+ * `BG_DEDUPE=event-id` makes it dedupe by the value's `id` field (event ids) instead of offsets.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -45,11 +46,12 @@ export function writeVersionedConfig(dir: string, name: string, topic: string): 
 
 interface Sale { id: string; shop: string; cents: number }
 const changed = process.env.BG_VARIANT === "changed";
+const eventIds = process.env.BG_DEDUPE === "event-id";
 
 const sales = defineProjection<Sale>({
   name: ${JSON.stringify(name)},
   versioned: true,
-  dedupe: { kind: "offset" },
+  dedupe: eventIds ? { kind: "event-id" as const, field: "id" } : { kind: "offset" as const },
   topics: [${JSON.stringify(topic)}],
   tables: [${JSON.stringify(`${name}.totals`)}],
   migrations: changed ? "./migrations-changed" : "./migrations",

@@ -5,6 +5,7 @@
  */
 import { hostname, userInfo } from "node:os";
 import { Command, Option } from "commander";
+import type pg from "pg";
 import { createPool } from "../../db/pool.js";
 import { checkDatabase } from "../../db/startupCheck.js";
 import { retryDeadLetter, type RetryOutcome } from "../../engine/retryDeadLetter.js";
@@ -20,12 +21,20 @@ import {
   printJson,
   printTable,
   withConnectionOptions,
+  type CliSetup,
   type ConnectionFlags,
 } from "../common.js";
 import { letterJson, listRow, parseTimeFlag, showText } from "../deadLetterOutput.js";
+import {
+  resolveVersionTarget,
+  versionLine,
+  versionTargetOption,
+  type VersionTarget,
+} from "../versionTarget.js";
 
 interface FilterFlags extends ConnectionFlags {
   projection?: string;
+  version?: string;
   topic?: string;
   partition?: string;
   code?: string;
@@ -50,12 +59,35 @@ interface ChangeFlags extends FilterFlags {
 function withFilters(command: Command): Command {
   return withConnectionOptions(command)
     .option("--projection <name>", "projection (env REPLAYABLE_PROJECTION)")
+    .addOption(versionTargetOption())
     .option("--topic <topic>", "only records of this topic")
     .option("--partition <n>", "only records of this partition")
     .option("--code <code>", "only this error code, e.g. DECODE_FAILED")
     .option("--since <time>", "dead-lettered at or after: ISO-8601 date-time or 15m, 2h, 7d ago")
     .option("--until <time>", "dead-lettered before: ISO-8601 date-time or 15m, 2h, 7d ago")
     .option("--id <id...>", "only these dead letter ids");
+}
+
+/**
+ * The projection (a versioned one's version: `--version`, default the live one) whose dead letters
+ * the command acts on; its line saying which version goes to stdout in table output.
+ * @throws ReplayableError CONFIG_INVALID as {@link resolveVersionTarget}.
+ */
+async function targetOf(
+  pool: pg.Pool,
+  setup: CliSetup,
+  flags: FilterFlags & { output: string },
+): Promise<VersionTarget> {
+  const target = await resolveVersionTarget(
+    pool,
+    setup.projection(),
+    flags.version,
+    undefined,
+    setup.config.groupId,
+  );
+  const line = versionLine(target);
+  if (line !== undefined && flags.output !== "json") process.stdout.write(`${line}\n`);
+  return target;
 }
 
 function filterFrom(flags: FilterFlags, projection: string): DeadLetterFilter {
@@ -120,11 +152,11 @@ function listCommand(): Command {
 async function listAction(flags: ListFlags): Promise<void> {
   const setup = await configFrom(flags, { REPLAYABLE_PROJECTION: flags.projection });
   const { config } = setup;
-  const projection = setup.projection();
   const limit = intFlag("--limit", flags.limit, 1, 1_000_000, 100);
   await checkDatabase(config.databaseUrl, []);
   const pool = createPool({ connectionString: config.databaseUrl, max: 1 });
   try {
+    const { projection } = await targetOf(pool, setup, flags);
     const filter = {
       ...filterFrom(flags, projection.name),
       state: flags.state as DeadLetterFilter["state"],
@@ -208,11 +240,13 @@ interface RetryResult {
 async function retryAction(flags: ChangeFlags): Promise<void> {
   const setup = await configFrom(flags, { REPLAYABLE_PROJECTION: flags.projection });
   const { config } = setup;
-  const projection = setup.projection();
   const log = cliLogger(config);
-  await checkDatabase(config.databaseUrl, flags.execute === true ? ["apply"] : [], projection.tables);
+  await checkDatabase(config.databaseUrl, []);
   const pool = createPool({ connectionString: config.databaseUrl, max: 1 });
   try {
+    const { projection } = await targetOf(pool, setup, flags);
+    // The privileges to apply, on the tables the retry writes (a version's, in its schema).
+    await checkDatabase(config.databaseUrl, flags.execute === true ? ["apply"] : [], projection.tables);
     const letters = await selectDeadLetters(pool, filterFrom(flags, projection.name));
     if (!flags.execute) {
       dryRun("retry", letters, flags.output);
@@ -280,10 +314,10 @@ function discardCommand(): Command {
 async function discardAction(flags: ChangeFlags): Promise<void> {
   const setup = await configFrom(flags, { REPLAYABLE_PROJECTION: flags.projection });
   const { config } = setup;
-  const projection = setup.projection();
   await checkDatabase(config.databaseUrl, []);
   const pool = createPool({ connectionString: config.databaseUrl, max: 1 });
   try {
+    const { projection } = await targetOf(pool, setup, flags);
     const letters = await selectDeadLetters(pool, filterFrom(flags, projection.name));
     if (!flags.execute) {
       dryRun(flags.deleteBytes ? "discard (deleting their bytes)" : "discard", letters, flags.output);

@@ -1,6 +1,7 @@
 /**
  * `replayable drop-version --projection P --version N`: remove a version that is not live: its
- * schema, migrations table and dedupe state (docs/design.md "Blue/green versions").
+ * consumer group in Kafka, then its schema, migrations table and dedupe state (docs/design.md
+ * "Blue/green versions").
  */
 import { Command } from "commander";
 import { createPool } from "../../db/pool.js";
@@ -28,7 +29,7 @@ interface DropFlags extends ConnectionFlags {
 export function dropVersionCommand(): Command {
   return withConnectionOptions(new Command("drop-version"))
     .description(
-      "remove a version of a versioned projection that is not live: its schema and its dedupe state (checkpoints, event ids, dead letters)",
+      "remove a version of a versioned projection that is not live: its consumer group, then its schema and its dedupe state (checkpoints, event ids, dead letters); run it again to finish one that was interrupted",
     )
     .option("--projection <name>", "the versioned projection (env REPLAYABLE_PROJECTION)")
     .requiredOption("--version <n>", "the version to drop (refused for the live one)")
@@ -47,7 +48,7 @@ async function dropAction(flags: DropFlags): Promise<void> {
     const { row } = await resolveVersion(pool, projection, version);
     const admin = await cliAdmin(config, cliLogger(config), {
       groupId: row.groupId,
-      groupOperation: "Describe",
+      groupOperation: "Delete",
     });
     try {
       const outcome = await dropVersion(admin, pool, projection, version);
@@ -58,7 +59,7 @@ async function dropAction(flags: DropFlags): Promise<void> {
       } else if (flags.output !== "json") {
         const d = outcome.deleted;
         process.stdout.write(
-          `Dropped version ${outcome.version} of projection ${projection.name}: schema ${outcome.schema} and its dedupe state (${d.checkpoints} checkpoints, ${d.eventIds} event ids, ${d.deadLetters} dead letters) (audit row ${outcome.auditId})\n`,
+          `Dropped version ${outcome.version} of projection ${projection.name}: consumer group ${outcome.group.groupId} (${outcome.group.deletion === "deleted" ? "deleted" : "already gone"}), schema ${outcome.schema} and its dedupe state (${d.checkpoints} checkpoints, ${d.eventIds} event ids, ${d.deadLetters} dead letters) (audit row ${outcome.auditId})\n`,
         );
       }
     } finally {

@@ -19,10 +19,17 @@ import {
   withConnectionOptions,
   type ConnectionFlags,
 } from "../common.js";
+import {
+  resolveVersionTarget,
+  versionLine,
+  versionTargetOption,
+  type VersionTarget,
+} from "../versionTarget.js";
 
 interface PruneFlags extends ConnectionFlags {
   projection: string;
   group?: string;
+  version?: string;
   topic?: string[];
   execute?: boolean;
   waitMs?: string;
@@ -41,8 +48,9 @@ export function pruneCommand(): Command {
     .requiredOption("--projection <name>", "projection whose event ids to prune")
     .option(
       "--group <id>",
-      "the projection's consumer group (env REPLAYABLE_GROUP_ID; default: the projection name)",
+      "the projection's consumer group (env REPLAYABLE_GROUP_ID; default: the projection name; a versioned projection's version uses its own)",
     )
+    .addOption(versionTargetOption())
     .option(
       "--topic <topic...>",
       "the projection's topics (env REPLAYABLE_TOPICS; default: the topics the group has committed offsets for or the projection has checkpoints for, else its default topics); topics its event ids were first seen in are always included",
@@ -65,42 +73,59 @@ async function pruneAction(flags: PruneFlags): Promise<void> {
     REPLAYABLE_TOPICS: flags.topic?.join(","),
   });
   const { config } = setup;
-  const projection = setup.projection();
+  const registered = setup.projection();
   const waitMs = intFlag("--wait-ms", flags.waitMs, 0, 86_400_000, DEFAULT_WAIT_MS);
   const log = cliLogger(config);
   await checkDatabase(config.databaseUrl, flags.execute === true ? ["prune"] : []);
-  const admin = await cliAdmin(config, log, {
-    groupId: config.groupId,
-    groupOperation: "Describe",
-    topics: config.topics,
-    topicOperations: ["Describe"],
-  });
   const pool = createPool({ connectionString: config.databaseUrl, max: 1 });
   try {
-    const result = await prune({
-      admin,
-      pool,
-      projection,
-      groupId: config.groupId,
+    const group = flags.group ?? process.env.REPLAYABLE_GROUP_ID;
+    const target = await resolveVersionTarget(pool, registered, flags.version, group, config.groupId);
+    const admin = await cliAdmin(config, log, {
+      groupId: target.groupId,
+      groupOperation: "Describe",
       topics: config.topics,
-      execute: flags.execute === true,
-      waitMs,
-      log,
+      topicOperations: ["Describe"],
     });
-    report(result, flags.execute === true, flags.output);
+    try {
+      const result = await prune({
+        admin,
+        pool,
+        projection: target.projection,
+        groupId: target.groupId,
+        topics: config.topics,
+        execute: flags.execute === true,
+        waitMs,
+        log,
+      });
+      report(result, flags.execute === true, flags.output, target);
+    } finally {
+      await admin.close();
+    }
   } finally {
-    await admin.close();
     await pool.end();
   }
 }
 
-function report(result: PruneResult, execute: boolean, output: "table" | "json"): void {
+function report(
+  result: PruneResult,
+  execute: boolean,
+  output: "table" | "json",
+  target: VersionTarget,
+): void {
   const refusal = execute ? result.refusal : undefined;
   const refused = refusal !== undefined;
+  const version = target.version === undefined ? {} : { version: target.version.number };
   if (output === "json") {
-    printJson({ outcome: result.executed ? "executed" : refused ? "refused" : "dry-run", ...result });
+    printJson({
+      outcome: result.executed ? "executed" : refused ? "refused" : "dry-run",
+      ...version,
+      ...result,
+    });
   } else {
     const out = (line: string) => process.stdout.write(`${line}\n`);
+    const line = versionLine(target);
+    if (line !== undefined) out(line);
     out(
       result.executed
         ? `Pruned event ids of projection ${result.projection}:`

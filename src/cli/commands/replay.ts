@@ -22,6 +22,12 @@ import {
   withConnectionOptions,
   type ConnectionFlags,
 } from "../common.js";
+import {
+  resolveVersionTarget,
+  versionLine,
+  versionTargetOption,
+  type VersionTarget,
+} from "../versionTarget.js";
 
 interface ReplayFlags extends ConnectionFlags, ResetFlags {
   group: string;
@@ -31,6 +37,7 @@ interface ReplayFlags extends ConnectionFlags, ResetFlags {
   dryRun?: boolean;
   output: "table" | "json";
   projection?: string;
+  version?: string;
 }
 
 /** Builds the `replay` command. */
@@ -39,7 +46,10 @@ export function replayCommand(): Command {
     .description(
       "reset a consumer group's committed offsets as `kafka-consumer-groups --reset-offsets` does, and show what the next run re-reads as duplicates, applies, or skips; a dry run unless --execute",
     )
-    .requiredOption("--group <id>", "consumer group whose committed offsets to reset")
+    .requiredOption(
+      "--group <id>",
+      "consumer group whose committed offsets to reset (of a versioned projection: the group its versions were created from, or the version's own)",
+    )
     .option("--topic <topic...>", "topics to reset: T (all partitions) or T:p,q (some); repeatable")
     .option("--all-topics", "every topic the group has committed offsets for")
     .option("--to-earliest", "reset to the log start offset")
@@ -59,6 +69,7 @@ export function replayCommand(): Command {
       "--projection <name>",
       "projection whose checkpoints the counts use (env REPLAYABLE_PROJECTION; default: the group id when it names a projection)",
     )
+    .addOption(versionTargetOption())
     .action(action(replayAction));
 }
 
@@ -78,39 +89,45 @@ async function replayAction(flags: ReplayFlags): Promise<void> {
     REPLAYABLE_GROUP_ID: flags.group,
   });
   const { config } = setup;
-  const projection = setup.projection(flags.group).name;
+  const registered = setup.projection(flags.group);
   const log = cliLogger(config);
   await checkDatabase(config.databaseUrl, []);
-  const admin = await cliAdmin(config, log, {
-    groupId: flags.group,
-    groupOperation: flags.execute === true ? "Read" : "Describe",
-    topics: scope.topics?.map((t) => t.topic) ?? [],
-    topicOperations: [flags.execute === true ? "Read" : "Describe"],
-  });
   const pool = createPool({ connectionString: config.databaseUrl, max: 2 });
   try {
-    const outcome = await replay({
-      admin,
-      pool,
-      groupId: flags.group,
-      projection,
-      scope,
-      spec,
-      execute: flags.execute === true,
-      log,
+    const target = await resolveVersionTarget(pool, registered, flags.version, flags.group, flags.group);
+    const admin = await cliAdmin(config, log, {
+      groupId: target.groupId,
+      groupOperation: flags.execute === true ? "Read" : "Describe",
+      topics: scope.topics?.map((t) => t.topic) ?? [],
+      topicOperations: [flags.execute === true ? "Read" : "Describe"],
     });
-    report(outcome, flags.output);
+    try {
+      const outcome = await replay({
+        admin,
+        pool,
+        groupId: target.groupId,
+        projection: target.projection.name,
+        scope,
+        spec,
+        execute: flags.execute === true,
+        log,
+      });
+      report(outcome, flags.output, target);
+    } finally {
+      await admin.close();
+    }
   } finally {
-    await admin.close();
     await pool.end();
   }
 }
 
-function report(outcome: ReplayOutcome, output: "table" | "json"): void {
+function report(outcome: ReplayOutcome, output: "table" | "json", target: VersionTarget): void {
+  const version = target.version?.number;
   if (outcome.kind === "refused") {
     if (output === "json")
       printJson({
         outcome: "refused",
+        ...(version === undefined ? {} : { version }),
         reason: outcome.reason,
         message: outcome.message,
         members: outcome.members,
@@ -121,10 +138,12 @@ function report(outcome: ReplayOutcome, output: "table" | "json"): void {
   }
   const { plan } = outcome;
   if (output === "json") {
-    printJson({ outcome: outcome.kind, ...plan });
+    printJson({ outcome: outcome.kind, ...(version === undefined ? {} : { version }), ...plan });
     return;
   }
   const out = (line: string) => process.stdout.write(`${line}\n`);
+  const line = versionLine(target);
+  if (line !== undefined) out(line);
   out(
     outcome.kind === "dry-run"
       ? `Dry run (nothing changed): ${plan.reset} for group ${plan.groupId} (${plan.groupState}), checkpoints of projection ${plan.projection}`

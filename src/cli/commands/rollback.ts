@@ -5,8 +5,11 @@
 import { Command } from "commander";
 import { createPool } from "../../db/pool.js";
 import { rollback } from "../../versions/promote.js";
+import { resolveVersion } from "../../versions/resolveVersion.js";
 import {
   action,
+  cliAdmin,
+  cliLogger,
   configFrom,
   intFlag,
   outputOption,
@@ -40,8 +43,18 @@ async function rollbackAction(flags: RollbackFlags): Promise<void> {
   const lockTimeoutMs = intFlag("--lock-timeout-ms", flags.lockTimeoutMs, 1, 3_600_000, 5_000);
   const pool = createPool({ connectionString: setup.config.databaseUrl, max: 2 });
   try {
-    const outcome = await rollback({ pool, projection, lockTimeoutMs });
-    reportSwap(projection.name, "rollback", outcome, flags.output);
+    const live = await resolveVersion(pool, projection);
+    // The audit row records both versions' high watermarks: the live version's group is checked.
+    const admin = await cliAdmin(setup.config, cliLogger(setup.config), {
+      groupId: live.row.groupId,
+      groupOperation: "Describe",
+    });
+    try {
+      const outcome = await rollback({ admin, pool, projection, lockTimeoutMs });
+      reportSwap(projection.name, "rollback", outcome, flags.output);
+    } finally {
+      await admin.close();
+    }
   } finally {
     await pool.end();
   }

@@ -185,7 +185,9 @@ describe("blue/green rebuild", () => {
     await stop(shadow, `${name}-v2`);
     const dropped = await cli(["drop-version", "--projection", name, "--version", "2"]);
     expect(dropped.code, dropped.stderr).toBe(0);
-    expect(dropped.stdout).toContain(`Dropped version 2 of projection ${name}: schema ${name}_v2`);
+    expect(dropped.stdout).toContain(
+      `Dropped version 2 of projection ${name}: consumer group ${name}-v2 (deleted), schema ${name}_v2`,
+    );
     expect(await states(db, name)).toEqual([
       [1, "live"],
       [2, "dropped"],
