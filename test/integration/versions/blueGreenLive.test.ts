@@ -86,6 +86,7 @@ describe("blue/green rebuild under load", () => {
       name,
       "--blue-green",
       "--execute",
+      "--no-run",
     ]);
     expect(created.code, created.stderr).toBe(0);
     startCliInTest(["run", "--version", "2"], env, { cwd: dir });
