@@ -71,6 +71,25 @@ export function logPassedPercent(log: LogPassed): number {
   return Number((log.passed * 1000n) / log.total) / 10;
 }
 
+/** How long a line waits for its context fields (ms): a slow database never holds it (or a stop) back. */
+const CONTEXT_WAIT_MS = 2000;
+
+/** `fields`, or {} when it fails or takes longer than `ms`. */
+async function withinMs(
+  fields: Promise<Record<string, unknown>>,
+  ms: number,
+): Promise<Record<string, unknown>> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<Record<string, unknown>>((resolve) => {
+    timer = setTimeout(() => resolve({}), ms);
+  });
+  try {
+    return await Promise.race([fields.catch(() => ({})), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** Options for {@link ProgressReporter}. */
 export interface ProgressReporterOptions {
   /** Period between lines, ms; 0 turns the reporter off (REPLAYABLE_PROGRESS_INTERVAL_MS). */
@@ -84,7 +103,7 @@ export interface ProgressReporterOptions {
   readonly logPassed?: () => LogPassed | undefined;
   /**
    * Fields added to each line, read when it is logged (a blue/green version's `version` and
-   * `versionState`); a failure leaves them out of that line.
+   * `versionState`); a failure, or no answer within 2 s, leaves them out of that line.
    */
   readonly context?: () => Promise<Record<string, unknown>>;
   /** Clock, ms; default Date.now. */
@@ -126,7 +145,7 @@ export class ProgressReporter {
     const passed = this.options.logPassed?.();
     const { recordsPerSecond, etaSeconds } = computeProgress(previous, current, lag);
     this.previous = current;
-    const context = await (this.options.context?.() ?? Promise.resolve({})).catch(() => ({}));
+    const context = await withinMs(this.options.context?.() ?? Promise.resolve({}), CONTEXT_WAIT_MS);
     this.options.log.info(
       {
         ...context,
