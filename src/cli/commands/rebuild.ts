@@ -58,7 +58,7 @@ export function rebuildCommand(): Command {
     )
     .option(
       "--blue-green",
-      "a versioned projection: build its next version from the log beside the live one (schema <name>_v<N+1>, group <group>-v<N+1>); the live version keeps serving until `promote` (docs/replay.md)",
+      "a versioned projection: build its next version from the log beside the live one (schema <name>_v<N+1>, group <group>-v<N+1>); the live version keeps serving until `promote`; with --execute the command then goes on as the new version's member (--no-run: it exits) (docs/replay.md)",
     )
     .option(
       "--no-run",
@@ -73,6 +73,7 @@ export function rebuildCommand(): Command {
  * rebuild executed without `--no-run` then goes on as the new version's member ({@link runProjection}).
  */
 async function rebuildAction(flags: RebuildFlags): Promise<void> {
+  const runsAfter = goesOnRunning(flags);
   const setup = await configFrom(
     flags,
     {
@@ -84,7 +85,6 @@ async function rebuildAction(flags: RebuildFlags): Promise<void> {
   );
   const { config } = setup;
   const projection = setup.projection();
-  const runsAfter = goesOnRunning(flags);
   if (runsAfter) loadWebConfig(config.metrics.webConfigFile); // its problems before anything changes
   if (projection.versioned === true && flags.blueGreen !== true)
     throw new ReplayableError(

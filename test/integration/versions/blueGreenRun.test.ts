@@ -139,4 +139,10 @@ describe("rebuild --blue-green --execute runs the new version", () => {
     expect(exit.code, rebuild.stderr().slice(-2000)).toBe(0);
     expect(rebuild.stderr()).toContain('"msg":"consumer stopped"');
   }, 240_000);
+
+  it("--no-run without --blue-green --execute is a usage error naming the flag (exit 2)", async () => {
+    const result = await runCli(["rebuild", "--projection", "ledger", "--group", "g", "--no-run"]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain("--no-run: only with --blue-green --execute");
+  });
 });
