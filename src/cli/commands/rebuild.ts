@@ -100,39 +100,21 @@ async function rebuildAction(flags: RebuildFlags): Promise<void> {
     topicOperations: [flags.execute === true ? "Read" : "Describe", "DescribeConfigs"],
   });
   const pool = createPool({ connectionString: config.databaseUrl, max: 2 });
+  const options = { admin, pool, projection, groupId: config.groupId, topics: config.topics, log };
+  const doIt = { execute: flags.execute === true, force: flags.force === true };
   let created: number | undefined;
   try {
     if (flags.blueGreen === true) {
-      const options = { admin, pool, projection, groupId: config.groupId, topics: config.topics };
-      const outcome = await blueGreenRebuild({
-        ...options,
-        execute: flags.execute === true,
-        force: flags.force === true,
-        log,
-      });
+      const outcome = await blueGreenRebuild({ ...options, ...doIt });
       reportBlueGreen(outcome, flags.output, runsAfter);
       if (outcome.kind === "executed" && runsAfter) created = outcome.plan.version;
-    } else {
-      report(await inPlace(), flags.output);
-    }
+    } else report(await rebuild({ ...options, ...doIt }), flags.output);
   } finally {
     await admin.close();
     await pool.end();
   }
+  // After the rebuild's own connections are closed.
   if (created !== undefined) await runCreated(setup, projection, created);
-
-  function inPlace(): Promise<RebuildOutcome> {
-    return rebuild({
-      admin,
-      pool,
-      projection,
-      groupId: config.groupId,
-      topics: config.topics,
-      execute: flags.execute === true,
-      force: flags.force === true,
-      log,
-    });
-  }
 }
 
 /**
