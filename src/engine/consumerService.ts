@@ -37,6 +37,8 @@ import { poolTransactionRunner } from "./poolTransactionRunner.js";
 import { ProjectionLockSession } from "./projectionLockSession.js";
 import { readRebuildEpoch } from "../sql/lockCheckpoint.js";
 import { ProgressReporter, type ProgressTotals } from "./progressReporter.js";
+import { selectVersions } from "../sql/projectionVersions.js";
+import type { VersionedInstance } from "../versions/versionNames.js";
 
 /** Options for {@link ConsumerService}. */
 export interface ConsumerServiceOptions {
@@ -166,6 +168,8 @@ export class ConsumerService {
       log,
       totals: () => ({ ...this.totals }),
       remainingLag: () => this.lagMonitor.remainingLag(),
+      logPassed: () => this.lagMonitor.logPassed(),
+      ...versionContext(projection, this.pool),
     });
     if (this.dlq !== undefined)
       this.dlqForwarder = new DeadLetterForwarder({
@@ -396,7 +400,8 @@ export class ConsumerService {
       await this.member.stop().catch((error: unknown) => log.warn({ err: error }, "consumer stop failed"));
       await this.dlqForwarder?.stop();
       await this.dlq?.stop().catch((error: unknown) => log.warn({ err: error }, "DLQ producer stop failed"));
-      if (this.started !== undefined && this.options.config.progressIntervalMs > 0) this.progress.report();
+      if (this.started !== undefined && this.options.config.progressIntervalMs > 0)
+        await this.progress.report();
       await this.eventIdGauge.stop();
       await this.lagMonitor.stop();
       await this.http?.close();
@@ -569,5 +574,24 @@ function batchCommitted(event: TransactionCommitted): BatchCommitted {
     durationMs: event.durationMs,
     fastPath: event.fastPath,
     offsetCommit: event.offsetCommit,
+  };
+}
+
+/**
+ * A blue/green version's progress fields (docs/replay.md "Progress"): its number and its state as
+ * the registry says when the line is logged (a promote while the member runs shows); nothing for
+ * a plain projection.
+ */
+function versionContext(
+  projection: Projection<unknown>,
+  pool: pg.Pool,
+): { context?: () => Promise<Record<string, unknown>> } {
+  const { baseName, version } = projection as Partial<VersionedInstance>;
+  if (baseName === undefined || version === undefined) return {};
+  return {
+    context: async () => {
+      const row = (await selectVersions(pool, baseName)).find((v) => v.version === version);
+      return { version, versionState: row?.state ?? "unknown" };
+    },
   };
 }

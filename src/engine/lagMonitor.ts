@@ -16,6 +16,7 @@ import { compareOffsets, offsetDistance, offsetGaugeValue, type OffsetString } f
 import { readCheckpoints } from "../sql/readCheckpoints.js";
 import { partitionKey, type Assignment, type PartitionKey } from "../topicPartition.js";
 import type { MemberEvents } from "./memberEvents.js";
+import type { LogPassed } from "./progressReporter.js";
 
 /** Options for {@link LagMonitor}. */
 export interface LagMonitorOptions {
@@ -204,6 +205,28 @@ export class LagMonitor {
     let sum = 0n;
     for (const state of this.partitions.values()) sum += lagOf(state) ?? 0n;
     return sum;
+  }
+
+  /**
+   * How far the member is through the log of its assigned partitions: the position (next offset to
+   * process) and the high watermark, each minus the log start offset, summed over the partitions
+   * where all three are known; undefined when none is (before the first refresh).
+   */
+  logPassed(): LogPassed | undefined {
+    let passed = 0n;
+    let total = 0n;
+    let known = false;
+    for (const state of this.partitions.values()) {
+      const position = state.position ?? committedOrStart(state);
+      const { logStartOffset: start, highWatermark: end } = state;
+      if (position === undefined || start === undefined || end === undefined) continue;
+      known = true;
+      const span = offsetDistance(end, start);
+      const moved = offsetDistance(position, start);
+      total += span > 0n ? span : 0n;
+      passed += moved < 0n ? 0n : moved > span ? span : moved;
+    }
+    return known ? { passed, total } : undefined;
   }
 
   /**

@@ -2,9 +2,10 @@
  * `rebuild --blue-green`: the next version of a versioned projection, computed from the log beside
  * the live one (docs/design.md "Blue/green versions"). With `execute`: the version's schema and
  * migrations, then its new group's committed offsets at the log start offsets (Kafka), then its
- * registry row (`shadow`) and an audit row in one transaction. A `run --version N+1` then consumes
- * into it while the live version keeps consuming and serving. Refused like `rebuild` when history
- * is gone or a topic is compacted (src/replay/rebuild.ts `historyRefusal`), unless forced.
+ * registry row (`shadow`) and an audit row in one transaction. Its member (the CLI goes on as it
+ * unless `--no-run`, else a `run --version N+1`) then consumes into it while the live version keeps
+ * consuming and serving. Refused like `rebuild` when history is gone or a topic is compacted
+ * (src/replay/rebuild.ts `historyRefusal`), unless forced.
  */
 import type pg from "pg";
 import { withTransaction } from "../db/withTransaction.js";

@@ -10,6 +10,10 @@ import { rebuild, type RebuildOutcome } from "../../replay/rebuild.js";
 import { ReplayableError } from "../../errors.js";
 import { blueGreenRebuild } from "../../versions/blueGreenRebuild.js";
 import { reportBlueGreen } from "./rebuildBlueGreenReport.js";
+import { loadWebConfig } from "../../metrics/webConfig.js";
+import { createLogger } from "../../logger.js";
+import type { RegisteredProjection } from "../../projections/registry.js";
+import { runProjection } from "../runProjection.js";
 import {
   action,
   outputOption,
@@ -19,6 +23,7 @@ import {
   printJson,
   printTable,
   withConnectionOptions,
+  type CliSetup,
   type ConnectionFlags,
 } from "../common.js";
 
@@ -29,6 +34,8 @@ interface RebuildFlags extends ConnectionFlags {
   execute?: boolean;
   force?: boolean;
   blueGreen?: boolean;
+  /** False with `--no-run`: `--blue-green --execute` creates the version and exits. */
+  run: boolean;
   output: "table" | "json";
 }
 
@@ -51,14 +58,22 @@ export function rebuildCommand(): Command {
     )
     .option(
       "--blue-green",
-      "a versioned projection: build its next version from the log beside the live one (schema <name>_v<N+1>, group <group>-v<N+1>); the live version keeps serving until `promote` (docs/replay.md)",
+      "a versioned projection: build its next version from the log beside the live one (schema <name>_v<N+1>, group <group>-v<N+1>); the live version keeps serving until `promote`; with --execute the command then goes on as the new version's member (--no-run: it exits) (docs/replay.md)",
+    )
+    .option(
+      "--no-run",
+      "with --blue-green --execute: create the version and exit, for a deployment that runs the new version's member as a service of its own (`run --version N+1`); by default the command goes on as that member, as `run --projection P --version N+1` does, until SIGTERM/SIGINT",
     )
     .addOption(outputOption())
     .action(action(rebuildAction));
 }
 
-/** Plans (and with `--execute` does) the rebuild of the projection and reports it. */
+/**
+ * Plans (and with `--execute` does) the rebuild of the projection and reports it; a blue/green
+ * rebuild executed without `--no-run` then goes on as the new version's member ({@link runProjection}).
+ */
 async function rebuildAction(flags: RebuildFlags): Promise<void> {
+  const runsAfter = goesOnRunning(flags);
   const setup = await configFrom(
     flags,
     {
@@ -70,6 +85,7 @@ async function rebuildAction(flags: RebuildFlags): Promise<void> {
   );
   const { config } = setup;
   const projection = setup.projection();
+  if (runsAfter) loadWebConfig(config.metrics.webConfigFile); // its problems before anything changes
   if (projection.versioned === true && flags.blueGreen !== true)
     throw new ReplayableError(
       "CONFIG_INVALID",
@@ -84,33 +100,49 @@ async function rebuildAction(flags: RebuildFlags): Promise<void> {
     topicOperations: [flags.execute === true ? "Read" : "Describe", "DescribeConfigs"],
   });
   const pool = createPool({ connectionString: config.databaseUrl, max: 2 });
+  const options = { admin, pool, projection, groupId: config.groupId, topics: config.topics, log };
+  const doIt = { execute: flags.execute === true, force: flags.force === true };
+  let created: number | undefined;
   try {
     if (flags.blueGreen === true) {
-      const options = { admin, pool, projection, groupId: config.groupId, topics: config.topics };
-      const outcome = await blueGreenRebuild({
-        ...options,
-        execute: flags.execute === true,
-        force: flags.force === true,
-        log,
-      });
-      reportBlueGreen(outcome, flags.output);
-      return;
-    }
-    const outcome = await rebuild({
-      admin,
-      pool,
-      projection,
-      groupId: config.groupId,
-      topics: config.topics,
-      execute: flags.execute === true,
-      force: flags.force === true,
-      log,
-    });
-    report(outcome, flags.output);
+      const outcome = await blueGreenRebuild({ ...options, ...doIt });
+      reportBlueGreen(outcome, flags.output, runsAfter);
+      if (outcome.kind === "executed" && runsAfter) created = outcome.plan.version;
+    } else report(await rebuild({ ...options, ...doIt }), flags.output);
   } finally {
     await admin.close();
     await pool.end();
   }
+  // After the rebuild's own connections are closed.
+  if (created !== undefined) await runCreated(setup, projection, created);
+}
+
+/**
+ * Whether the command goes on as the new version's member: `--blue-green --execute` without
+ * `--no-run`.
+ * @throws ReplayableError CONFIG_INVALID for `--no-run` without `--blue-green --execute`.
+ */
+function goesOnRunning(flags: RebuildFlags): boolean {
+  const blueGreenExecute = flags.blueGreen === true && flags.execute === true;
+  if (!flags.run && !blueGreenExecute)
+    throw new ReplayableError(
+      "CONFIG_INVALID",
+      "--no-run: only with --blue-green --execute (it keeps the command from going on as the new version's member); remove it",
+    );
+  return blueGreenExecute && flags.run;
+}
+
+/**
+ * Goes on as version `version`'s member, exactly as `run --projection P --version N` would: same
+ * config, metrics server, readiness, signals and exit codes.
+ */
+async function runCreated(setup: CliSetup, projection: RegisteredProjection, version: number): Promise<void> {
+  const { config } = setup;
+  createLogger(config.logLevel, { groupId: config.groupId }).info(
+    { projection: projection.name, version },
+    `going on as version ${version}'s member (as \`run --projection ${projection.name} --version ${version}\`) until SIGTERM/SIGINT; --no-run creates the version and exits`,
+  );
+  await runProjection({ setup, projection, version, migrate: true });
 }
 
 function letters(n: string): string {

@@ -2,8 +2,11 @@
 import type { BlueGreenOutcome } from "../../versions/blueGreenRebuild.js";
 import { printJson, printTable } from "../common.js";
 
-/** Prints `outcome` as a table or JSON; a refusal goes to stderr with exit code 1. */
-export function reportBlueGreen(outcome: BlueGreenOutcome, output: "table" | "json"): void {
+/**
+ * Prints `outcome` as a table or JSON; a refusal goes to stderr with exit code 1.
+ * @param runs true when the command goes on as the new version's member (no `--no-run`).
+ */
+export function reportBlueGreen(outcome: BlueGreenOutcome, output: "table" | "json", runs: boolean): void {
   if (outcome.kind === "refused") {
     if (output === "json")
       printJson({ outcome: "refused", reason: outcome.reason, message: outcome.message });
@@ -15,7 +18,7 @@ export function reportBlueGreen(outcome: BlueGreenOutcome, output: "table" | "js
   if (output === "json") {
     printJson({
       outcome: outcome.kind,
-      ...(outcome.kind === "executed" ? { auditId: outcome.auditId } : {}),
+      ...(outcome.kind === "executed" ? { auditId: outcome.auditId, run: runs } : {}),
       projection: plan.projection,
       liveVersion: plan.liveVersion,
       version: plan.version,
@@ -48,6 +51,10 @@ export function reportBlueGreen(outcome: BlueGreenOutcome, output: "table" | "js
     );
     if (plan.refusal !== undefined)
       out(`--execute would be refused now (${plan.refusal.reason}):\n${plan.refusal.message}`);
+  } else if (runs) {
+    out(
+      `Going on as version ${plan.version}'s member (as \`replayable run --projection ${plan.projection} --version ${plan.version}\` does) to build it from the log; SIGTERM or Ctrl-C stops it. \`replayable promote --projection ${plan.projection} --version ${plan.version}\` once it has caught up.`,
+    );
   } else {
     out(
       `Start \`replayable run --projection ${plan.projection} --version ${plan.version}\` to build it from the log, then \`replayable promote --projection ${plan.projection} --version ${plan.version}\` once it has caught up.`,

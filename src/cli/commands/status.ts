@@ -12,6 +12,8 @@ import { resolveProjectionTopics } from "../../replay/projectionTopics.js";
 import { readCheckpoints } from "../../sql/readCheckpoints.js";
 import { selectVersions } from "../../sql/projectionVersions.js";
 import { versionedInstance } from "../../versions/versionNames.js";
+import { readVersionStart } from "../../sql/versionStart.js";
+import { versionProgress, type VersionProgress } from "../../versions/versionProgress.js";
 import {
   action,
   outputOption,
@@ -81,7 +83,9 @@ export function partitionStatus(
 /** Builds the `status` command. */
 export function statusCommand(): Command {
   return withConnectionOptions(new Command("status"))
-    .description("show per partition: log start offset, high watermark, committed offset, checkpoint and lag")
+    .description(
+      "show per partition: log start offset, high watermark, committed offset, checkpoint and lag; for a versioned projection, every version side by side with its records done since it started and the ETA to catch up",
+    )
     .option(
       "--projection <name>",
       "projection whose checkpoints to show (env REPLAYABLE_PROJECTION; default: the projection named like --group)",
@@ -134,7 +138,9 @@ async function statusAction(flags: StatusFlags): Promise<void> {
 
 /**
  * A versioned projection's status: every version that is not dropped, side by side (its state,
- * group and, per partition, its offsets, checkpoint and lag), docs/design.md "Blue/green versions".
+ * group and, per partition, its offsets, checkpoint and lag), then per version its progress:
+ * records done since it started, lag, average rate since it was created and the ETA
+ * ({@link versionProgress}); docs/replay.md "Progress".
  */
 async function printVersionsStatus(
   admin: KafkaAdmin,
@@ -148,7 +154,8 @@ async function printVersionsStatus(
     if (row.state === "dropped") continue;
     const instance = versionedInstance(projection, row.version);
     const status = await readPartitionStatus(admin, pool, instance, { ...config, groupId: row.groupId });
-    versions.push({ version: row.version, state: row.state, groupId: row.groupId, ...status });
+    const progress = await progressOf(pool, projection.name, row.version, status.rows);
+    versions.push({ version: row.version, state: row.state, groupId: row.groupId, progress, ...status });
   }
   if (output === "json") {
     printJson({ projection: projection.name, versions });
@@ -160,8 +167,42 @@ async function printVersionsStatus(
       v.rows.map((r) => ({ version: v.version, state: v.state, group: v.groupId, ...r })),
     ),
   );
+  process.stdout.write("\n");
+  printTable(
+    versions.map((v) => ({
+      version: v.version,
+      state: v.state,
+      recordsDone: v.progress.recordsDone,
+      lag: v.progress.lag,
+      recordsPerSecond: v.progress.recordsPerSecond,
+      eta: v.progress.eta,
+    })),
+  );
   for (const v of versions)
     for (const w of v.warnings) process.stdout.write(`WARNING: version ${v.version}: ${w}\n`);
+}
+
+/**
+ * A version's progress from its status rows: each partition's start offset is the one its group
+ * was set to at creation (the `create` audit row), else (version 1, a partition added since) the
+ * log start offset now; the rate is over the time since the registry's `created_at`.
+ */
+async function progressOf(
+  pool: pg.Pool,
+  projection: string,
+  version: number,
+  rows: readonly PartitionStatus[],
+): Promise<VersionProgress> {
+  const start = await readVersionStart(pool, projection, version);
+  const startOf = (r: PartitionStatus) =>
+    start?.offsets.find((o) => o.topic === r.topic && o.partition === r.partition)?.offset ??
+    r.logStartOffset;
+  const now = start?.nowMs ?? Date.now();
+  return versionProgress(
+    rows.map((r) => ({ startOffset: startOf(r), checkpoint: r.checkpoint, lag: r.lag })),
+    start?.createdAtMs ?? now,
+    now,
+  );
 }
 
 /**

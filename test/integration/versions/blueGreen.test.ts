@@ -98,7 +98,7 @@ describe("blue/green rebuild", () => {
     );
     expect(await states(db, name)).toEqual([[1, "live"]]);
 
-    const created = await cli([...rebuild, "--execute"]);
+    const created = await cli([...rebuild, "--execute", "--no-run"]);
     expect(created.code, created.stderr).toBe(0);
     expect(created.stdout).toContain(`Created version 2 of projection ${name}`);
     expect(await states(db, name)).toEqual([
@@ -208,7 +208,7 @@ describe("blue/green rebuild", () => {
     await stop(live, `${name}-v1`);
     const changed = { BG_VARIANT: "changed" };
     const created = await cli(
-      ["rebuild", "--projection", name, "--group", name, "--blue-green", "--execute"],
+      ["rebuild", "--projection", name, "--group", name, "--blue-green", "--execute", "--no-run"],
       changed,
     );
     expect(created.code, created.stderr).toBe(0);

@@ -56,6 +56,7 @@ describe("blue/green rebuild after crashes", () => {
       name,
       "--blue-green",
       "--execute",
+      "--no-run",
     ]);
     expect(created.code, created.stderr).toBe(0);
 

@@ -115,7 +115,7 @@ describe.each(VARIANTS)("blue/green rebuild under load ($name code)", (variant) 
     // Version 2 is created by the code that will run it: its migrations are the changed ones.
     const v2Env = { ...env, ...variant.env };
     const created = await runCli(
-      ["rebuild", "--projection", name, "--group", name, "--blue-green", "--execute"],
+      ["rebuild", "--projection", name, "--group", name, "--blue-green", "--execute", "--no-run"],
       v2Env,
       { cwd: dir },
     );

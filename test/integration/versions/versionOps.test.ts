@@ -112,6 +112,7 @@ async function buildVersion2(
     s.name,
     "--blue-green",
     "--execute",
+    "--no-run",
   ]);
   expect(created.code, created.stderr).toBe(0);
   const shadow = s.run(["--version", "2"]);

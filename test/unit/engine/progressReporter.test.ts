@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { createLogger } from "../../../src/logger.js";
-import { ProgressReporter, computeProgress } from "../../../src/engine/progressReporter.js";
+import { ProgressReporter, computeProgress, logPassedPercent } from "../../../src/engine/progressReporter.js";
 
 describe("computeProgress", () => {
   it("rate is records done over the interval, ETA is remaining lag over the rate", () => {
@@ -44,6 +44,25 @@ describe("computeProgress", () => {
   });
 });
 
+describe("logPassedPercent", () => {
+  it("is the share of the log passed since the log start offsets, rounded down to 0.1", () => {
+    expect(logPassedPercent({ passed: 1n, total: 3n })).toBe(33.3);
+    expect(logPassedPercent({ passed: 2n, total: 3n })).toBe(66.6);
+    expect(logPassedPercent({ passed: 0n, total: 40n })).toBe(0);
+  });
+
+  it("says 100 only once every record is passed, and for an empty log", () => {
+    expect(logPassedPercent({ passed: 9_999n, total: 10_000n })).toBe(99.9);
+    expect(logPassedPercent({ passed: 10_000n, total: 10_000n })).toBe(100);
+    expect(logPassedPercent({ passed: 0n, total: 0n })).toBe(100);
+  });
+
+  it("is exact for offsets above 2^53", () => {
+    expect(logPassedPercent({ passed: 2n ** 60n - 1n, total: 2n ** 60n })).toBe(99.9);
+    expect(logPassedPercent({ passed: 2n ** 59n, total: 2n ** 60n })).toBe(50);
+  });
+});
+
 describe("ProgressReporter", () => {
   it("start and stop are idempotent, and an interval of 0 reports nothing", () => {
     const reporter = new ProgressReporter({
@@ -58,7 +77,7 @@ describe("ProgressReporter", () => {
     reporter.stop();
   });
 
-  it("reports totals, the records of the interval, the rate, the lag and the ETA", () => {
+  it("reports totals, the records of the interval, the rate, the lag and the ETA", async () => {
     const lines: Record<string, unknown>[] = [];
     const log = createLogger("info");
     log.info = ((fields: Record<string, unknown>, msg: string) => {
@@ -76,7 +95,7 @@ describe("ProgressReporter", () => {
     reporter.start();
     now = 2000;
     totals = { applied: 150, duplicates: 40, deadLettered: 10 };
-    reporter.report();
+    await reporter.report();
     reporter.stop();
     expect(lines).toEqual([
       {
@@ -91,5 +110,65 @@ describe("ProgressReporter", () => {
         msg: "progress",
       },
     ]);
+  });
+
+  it("a shadow's line names its version and state, the percent of the log passed and the records left", async () => {
+    const lines: Record<string, unknown>[] = [];
+    const log = createLogger("info");
+    log.info = ((fields: Record<string, unknown>, msg: string) => {
+      lines.push({ ...fields, msg });
+    }) as typeof log.info;
+    let now = 0;
+    let totals = { applied: 0, duplicates: 0, deadLettered: 0 };
+    const reporter = new ProgressReporter({
+      intervalMs: 60_000,
+      log,
+      totals: () => totals,
+      remainingLag: () => 750n,
+      logPassed: () => ({ passed: 250n, total: 1000n }),
+      context: () => Promise.resolve({ version: 2, versionState: "shadow" }),
+      now: () => now,
+    });
+    reporter.start();
+    now = 5000;
+    totals = { applied: 250, duplicates: 0, deadLettered: 0 };
+    await reporter.report();
+    reporter.stop();
+    expect(lines).toEqual([
+      {
+        version: 2,
+        versionState: "shadow",
+        applied: 250,
+        duplicates: 0,
+        deadLettered: 0,
+        records: 250,
+        intervalMs: 5000,
+        recordsPerSecond: 50,
+        remainingLag: 750,
+        logPassedPercent: 25,
+        etaSeconds: 15,
+        msg: "progress",
+      },
+    ]);
+  });
+
+  it("a failing context read still logs the line, without those fields", async () => {
+    const lines: Record<string, unknown>[] = [];
+    const log = createLogger("info");
+    log.info = ((fields: Record<string, unknown>, msg: string) => {
+      lines.push({ ...fields, msg });
+    }) as typeof log.info;
+    const reporter = new ProgressReporter({
+      intervalMs: 60_000,
+      log,
+      totals: () => ({ applied: 0, duplicates: 0, deadLettered: 0 }),
+      remainingLag: () => 0n,
+      context: () => Promise.reject(new Error("connection lost")),
+      now: () => 0,
+    });
+    await reporter.report();
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).not.toHaveProperty("versionState");
+    expect(lines[0]).toMatchObject({ remainingLag: 0, etaSeconds: 0, msg: "progress" });
   });
 });

@@ -1,0 +1,126 @@
+/**
+ * The member `run` is: migrate (optionally), check PostgreSQL, then run the consumer service until
+ * a signal stops it. Shared by `run` and by `rebuild --blue-green --execute`, which goes on as the
+ * new version's member (docs/replay.md "Blue/green rebuild").
+ */
+import { redactUrl, type Config } from "../config.js";
+import { ReplayableError, classifyPgError, errorMessage } from "../errors.js";
+import { ConsumerService } from "../engine/consumerService.js";
+import { checkDatabase } from "../db/startupCheck.js";
+import { createPool } from "../db/pool.js";
+import { loadWebConfig } from "../metrics/webConfig.js";
+import { createLogger } from "../logger.js";
+import { createMetrics, type Metrics } from "../metrics/metrics.js";
+import type { Projection } from "../projection.js";
+import type { RegisteredProjection } from "../projections/registry.js";
+import { resolveVersion } from "../versions/resolveVersion.js";
+import type { VersionedInstance } from "../versions/versionNames.js";
+import { exitCodeOf, printError, reportedError, type CliSetup } from "./common.js";
+import { onShutdownSignals } from "./signals.js";
+import { migrateAndCheck } from "./commands/migrate.js";
+
+/** What {@link runProjection} runs. */
+export interface RunTarget {
+  readonly setup: Pick<CliSetup, "config" | "configFile">;
+  readonly projection: RegisteredProjection;
+  /** A versioned projection's version to run; undefined: its live one (ignored for a plain projection). */
+  readonly version?: number | undefined;
+  /** Apply pending migrations first (`run`'s default; `--no-migrate` turns it off). */
+  readonly migrate: boolean;
+}
+
+/**
+ * Migrates (unless `migrate` is false), checks PostgreSQL, then runs the consumer service (which
+ * checks Kafka access first) until the first SIGTERM/SIGINT stops it gracefully (a second forces
+ * the exit, src/cli/signals.ts); a failed run prints its error and sets the process's exit code
+ * ({@link exitCodeOf}).
+ * @throws ReplayableError for a bad web config file, an unreachable PostgreSQL (naming
+ *   DATABASE_URL) or a failed start (Kafka unreachable, access denied).
+ */
+export async function runProjection(target: RunTarget): Promise<void> {
+  const { setup, projection: registered } = target;
+  loadWebConfig(setup.config.metrics.webConfigFile); // its problems before anything connects
+  const unreachable = (error: unknown) => unreachableDatabase(setup.config, error);
+  if (target.migrate) {
+    await migrateAndCheck(setup.config.databaseUrl, [registered], setup.configFile).catch(
+      (error: unknown) => {
+        throw unreachable(error);
+      },
+    );
+  }
+  const { config, projection } = await versionToRun(setup.config, registered, target.version).catch(
+    (error: unknown) => {
+      throw unreachable(error);
+    },
+  );
+
+  const log = createLogger(config.logLevel, { groupId: config.groupId, projection: projection.name });
+  log.info(
+    { brokers: config.kafka.brokers, database: redactUrl(config.databaseUrl), configFile: setup.configFile },
+    "starting",
+  );
+  // Before any record is read: TLS, credentials and the runtime grants (docs/security.md).
+  await checkDatabase(config.databaseUrl, ["apply"], projection.tables).catch((error: unknown) => {
+    throw unreachable(error);
+  });
+  const service = new ConsumerService({ config, projection, log, metrics: metricsFor(projection) });
+  const kafka = service.kafkaAccess;
+  const removeHandlers = onShutdownSignals(() => service.stop(), config.shutdownTimeoutMs, log);
+  try {
+    await service.start();
+  } catch (error) {
+    await service.stop();
+    throw reportedError(unreachable(error), kafka);
+  }
+  const outcome = await service.done;
+  removeHandlers();
+  if (outcome.kind === "failed") {
+    const error = reportedError(outcome.error, kafka);
+    printError(errorMessage(error));
+    process.exitCode = exitCodeOf(error);
+  }
+}
+
+/**
+ * The member's metrics: a new registry; a blue/green version's carries the label `version="<N>"`
+ * on every sample (prom-client's default labels), so two versions' members are told apart.
+ */
+function metricsFor(projection: Projection<unknown>): Metrics {
+  const metrics = createMetrics();
+  const version = (projection as Partial<VersionedInstance>).version;
+  if (version !== undefined) metrics.registry.setDefaultLabels({ version: String(version) });
+  return metrics;
+}
+
+/**
+ * The config and projection the member runs: as given for a plain projection; for a versioned one,
+ * the version's engine instance (dedupe key `<name>@v<N>`, search_path `<name>_v<N>`) and group.
+ */
+async function versionToRun(
+  config: Config,
+  projection: RegisteredProjection,
+  version: number | undefined,
+): Promise<{ config: Config; projection: Projection<unknown> }> {
+  if (projection.versioned !== true) return { config, projection };
+  const pool = createPool({ connectionString: config.databaseUrl, max: 1 });
+  try {
+    const resolved = await resolveVersion(pool, projection, version);
+    return { config: { ...config, groupId: resolved.row.groupId }, projection: resolved.instance };
+  } finally {
+    await pool.end();
+  }
+}
+
+/**
+ * A connection error at start, as an error naming the setting: an unreachable server at start is
+ * more often a wrong URL than an outage. Other errors are returned as they are.
+ */
+function unreachableDatabase(config: Config, error: unknown): unknown {
+  return classifyPgError(error).reason === "connection"
+    ? new ReplayableError(
+        "DATABASE",
+        `cannot reach PostgreSQL at ${redactUrl(config.databaseUrl)} (DATABASE_URL or --database-url): ${errorMessage(error)}`,
+        { cause: error },
+      )
+    : error;
+}
