@@ -51,6 +51,20 @@ export interface MigratingProjection {
    * existing version (src/versions/firstVersion.ts).
    */
   readonly versioned?: boolean | undefined;
+  /**
+   * Its tables (`<name>.<table>`); for a versioned projection, the names version 1's views take,
+   * checked to be free before it is created.
+   */
+  readonly tables?: readonly string[] | undefined;
+}
+
+/** Options of {@link migrate}. */
+export interface MigrateOptions {
+  /**
+   * The consumer group id version 1 of a versioned projection gets, as `<groupId>-v1` (the
+   * command's `--group`); default: the projection's name. Ignored for existing versions.
+   */
+  readonly groupId?: string | undefined;
 }
 
 /** The migrations table of projection `name` in schema `replayable`. */
@@ -59,15 +73,18 @@ export function projectionMigrationsTable(name: string): string {
 }
 
 /**
- * Runs every pending migration of the engine, then of each of `projections` in order.
+ * Runs every pending migration of the engine, then of each of `projections` in order; a versioned
+ * projection without a version gets version 1 (src/versions/firstVersion.ts).
  * @throws ReplayableError DATABASE naming the folder of a failing migration (each folder's pending
- *   migrations run in one transaction, so a failing folder changes nothing); the lock is released
+ *   migrations run in one transaction, so a failing folder changes nothing), or a versioned
+ *   projection whose stable schema holds tables of the names its views need; the lock is released
  *   either way.
  * @example await migrate(pool, [{ name: "orders", migrationsFolder: "/app/migrations" }])
  */
 export async function migrate(
   pool: pg.Pool,
   projections: readonly MigratingProjection[] = [],
+  options: MigrateOptions = {},
 ): Promise<void> {
   const client = await pool.connect();
   try {
@@ -99,7 +116,7 @@ export async function migrate(
       await run(join(root, "versions"), VERSIONS_TABLE, "replayable (blue/green versions)");
       for (const projection of projections) {
         if (projection.versioned === true) {
-          await ensureFirstVersion(client, projection);
+          await ensureFirstVersion(client, projection, options.groupId);
           continue;
         }
         if (projection.migrationsFolder === undefined) continue;
