@@ -22,6 +22,7 @@ import {
   withConnectionOptions,
   type ConnectionFlags,
 } from "../common.js";
+import { dedupeKeyOfGroup } from "../../versions/versionOfGroup.js";
 
 interface ReplayFlags extends ConnectionFlags, ResetFlags {
   group: string;
@@ -78,7 +79,7 @@ async function replayAction(flags: ReplayFlags): Promise<void> {
     REPLAYABLE_GROUP_ID: flags.group,
   });
   const { config } = setup;
-  const projection = setup.projection(flags.group).name;
+  const registered = setup.projection(flags.group);
   const log = cliLogger(config);
   await checkDatabase(config.databaseUrl, []);
   const admin = await cliAdmin(config, log, {
@@ -89,6 +90,8 @@ async function replayAction(flags: ReplayFlags): Promise<void> {
   });
   const pool = createPool({ connectionString: config.databaseUrl, max: 2 });
   try {
+    // A versioned projection's state is the version's whose group this is (`<name>@v<N>`).
+    const projection = await dedupeKeyOfGroup(pool, registered, flags.group);
     const outcome = await replay({
       admin,
       pool,
