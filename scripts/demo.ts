@@ -466,7 +466,8 @@ async function checksums(): Promise<Map<string, Checksums>> {
 async function demo(admin: KafkaAdmin): Promise<void> {
   process.stdout.write(
     `replayable demo: ${GITHUB_FILE} (real GitHub events) and a synthetic ledger stream,\n` +
-      `each consumed by a consumer group of ${MEMBERS} \`replayable run\` processes, then replayed from the earliest offset.\n` +
+      `each consumed by a consumer group of ${MEMBERS} \`replayable run\` processes, then replayed from the earliest offset;\n` +
+      `last, github is rebuilt blue/green to a changed version (${CHANGED_GITHUB_CONFIG}) and promoted.\n` +
       `  database ${DEMO_DATABASE} (dropped and created), topics ${streams.map((s) => s.topic).join(", ")}\n` +
       `  member logs in ${relative(ROOT, logDir)}/\n\n`,
   );
@@ -972,5 +973,6 @@ if (failed.length > 0) {
 }
 process.stdout.write(
   `\ndemo passed: ${checks.length} checks in ${seconds} s. The tables stay in database ${DEMO_DATABASE}; try\n` +
-    `  ./bin/replayable.js checksum --projection github --database-url ${redactUrl(demoUrl)}\n`,
+    `  ./bin/replayable.js checksum --projection github --database-url ${redactUrl(demoUrl)}\n` +
+    `  psql ${redactUrl(demoUrl)} -c 'SELECT * FROM github.github_repo_activity ORDER BY last_event_at DESC LIMIT 5'\n`,
 );
