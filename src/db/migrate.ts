@@ -17,8 +17,10 @@
  *   tracked in `replayable."__drizzle_migrations@versions"`.
  * - a versioned projection's folder: applied to version 1's schema when it has no version
  *   (src/versions/firstVersion.ts), tracked in `replayable."__drizzle_migrations_<name>@v1"`.
- * - a projection's own folder (`defineProjection({ migrations })`, or `drizzle/ledger` and
- *   `drizzle/github` for the examples), tracked in `replayable.__drizzle_migrations_<projection>`.
+ * - a projection's own folder (`defineProjection({ migrations })`, or `drizzle/ledger` for the
+ *   ledger example), tracked in `replayable.__drizzle_migrations_<projection>`. The github example
+ *   is versioned: `drizzle/github-versioned/` goes to its versions' schemas (above);
+ *   `drizzle/github/`, its non-versioned layout of the releases before, is no longer applied.
  */
 import { join } from "node:path";
 import type pg from "pg";
