@@ -5,8 +5,12 @@
  * stream (with duplicates) go to topics of 3 partitions; each projection's consumer group runs as
  * two `replayable run` processes until the lag is 0. Then the group is stopped, its committed
  * offsets are reset to the earliest, it runs again, and the derived tables must be unchanged
- * while every re-read record is counted as a duplicate. Every check is printed; the exit code is
- * 1 when one fails. Every process started here is stopped on the way out, also on failure.
+ * while every re-read record is counted as a duplicate. Last, a blue/green rebuild of the
+ * (versioned) github projection to a changed version (examples/github-new-column/, a new column)
+ * while version 1 keeps running: rebuild --blue-green, the new version reads the whole topic,
+ * promote --allow-different, rollback, promote again, drop-version 1. Every check is printed; the
+ * exit code is 1 when one fails. Every process started here is stopped on the way out, also on
+ * failure.
  *
  * Environment: DATABASE_URL (a database on the server where `replayable_demo` is dropped and
  * created), KAFKA_BROKERS. Member logs go to .data/demo/.
@@ -34,6 +38,8 @@ import { formatTable } from "../src/textTable.js";
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 const BIN = join(ROOT, "bin", "replayable.js");
 const GITHUB_FILE = "data/github-events/2021-07-21-gharchive-800.jsonl";
+/** The changed github projection the blue/green part deploys as version 2. */
+const CHANGED_GITHUB_CONFIG = "examples/github-new-column/replayable.config.ts";
 const DEMO_DATABASE = "replayable_demo";
 const PARTITIONS = 3;
 const MEMBERS = 2;
@@ -58,6 +64,9 @@ const demoUrl = (() => {
 interface Stream {
   readonly projection: "github" | "ledger";
   readonly topic: string;
+  /** The group given to `migrate` and `rebuild --blue-green` (a versioned projection's base). */
+  readonly baseGroup: string;
+  /** The group its members join: github is versioned, so version 1's `<baseGroup>-v1`. */
   readonly group: string;
   records: number;
   events: number;
@@ -69,7 +78,8 @@ interface Stream {
 const streams: Stream[] = (["github", "ledger"] as const).map((projection) => ({
   projection,
   topic: `demo-${projection}-events-${runId}`,
-  group: `demo-${projection}-${runId}`,
+  baseGroup: `demo-${projection}-${runId}`,
+  group: `demo-${projection}-${runId}${projection === "github" ? "-v1" : ""}`,
   records: 0,
   events: 0,
   duplicates: 0,
@@ -131,13 +141,25 @@ class Member {
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   private log = "";
 
+  /**
+   * @param version for the versioned github projection: the version to run and the config file
+   *   that declares its code (default: the live version, the shipped code); a member of a version
+   *   joins that version's group.
+   */
   constructor(
     readonly name: string,
     readonly stream: Stream,
     pass: number,
+    version?: { readonly number: number; readonly config: string },
   ) {
     this.logFile = join(logDir, `${name}-run${pass}.log`);
     const file = createWriteStream(this.logFile);
+    const which =
+      version === undefined
+        ? stream.projection === "github"
+          ? []
+          : ["--group", stream.group]
+        : ["--version", String(version.number), "--config", version.config];
     this.child = spawn(
       process.execPath,
       [
@@ -147,8 +169,7 @@ class Member {
         stream.projection,
         "--topic",
         stream.topic,
-        "--group",
-        stream.group,
+        ...which,
         "--database-url",
         demoUrl,
         "--metrics-port",
@@ -289,7 +310,7 @@ async function recordsIn(admin: KafkaAdmin, topic: string): Promise<number> {
 }
 
 /** True when the group has committed the high watermark of every partition (lag 0). */
-async function caughtUp(admin: KafkaAdmin, s: Stream): Promise<boolean> {
+async function caughtUp(admin: KafkaAdmin, s: Pick<Stream, "topic" | "group">): Promise<boolean> {
   const ends = await admin.topicOffsets(s.topic);
   const committed = await admin.committedOffsets(s.group, [s.topic]);
   return ends.every((e) => {
@@ -353,6 +374,21 @@ function githubStateFromFile(): { repoActivity: Map<string, bigint>; actorPushes
     repoActivity,
     actorPushes: new Map([...actorPushes].map(([actor, [p, c]]) => [actor, `${p} ${c}`])),
   };
+}
+
+/**
+ * The newest `created_at` per (repo, event type) straight from the file (JSON.parse and
+ * Date.parse, not the changed projection's code), in ms since 1970, keyed `<repo> <type>`.
+ */
+function newestEventFromFile(): Map<string, number> {
+  const newest = new Map<string, number>();
+  for (const line of readFileSync(join(ROOT, GITHUB_FILE), "utf8").split("\n")) {
+    if (line === "") continue;
+    const e = JSON.parse(line) as { type: string; repo: string; created_at: string };
+    const key = `${e.repo} ${e.type}`;
+    newest.set(key, Math.max(newest.get(key) ?? -Infinity, Date.parse(e.created_at)));
+  }
+  return newest;
 }
 
 function sameMaps<V>(a: ReadonlyMap<string, V>, b: ReadonlyMap<string, V>): number {
@@ -430,13 +466,28 @@ async function checksums(): Promise<Map<string, Checksums>> {
 async function demo(admin: KafkaAdmin): Promise<void> {
   process.stdout.write(
     `replayable demo: ${GITHUB_FILE} (real GitHub events) and a synthetic ledger stream,\n` +
-      `each consumed by a consumer group of ${MEMBERS} \`replayable run\` processes, then replayed from the earliest offset.\n` +
+      `each consumed by a consumer group of ${MEMBERS} \`replayable run\` processes, then replayed from the earliest offset;\n` +
+      `last, github is rebuilt blue/green to a changed version (${CHANGED_GITHUB_CONFIG}) and promoted.\n` +
       `  database ${DEMO_DATABASE} (dropped and created), topics ${streams.map((s) => s.topic).join(", ")}\n` +
       `  member logs in ${relative(ROOT, logDir)}/\n\n`,
   );
   await recreateDatabase();
-  await cli(["migrate", "--projection", "ledger", "github", "--database-url", demoUrl]);
-  step(`database ${DEMO_DATABASE} created and migrated`);
+  const [github, ledger] = streams as [Stream, Stream];
+  // github is versioned: migrate creates its version 1 (schema github_v1, views in schema github),
+  // whose group is `<--group>-v1`.
+  await cli([
+    "migrate",
+    "--projection",
+    "ledger",
+    "github",
+    "--group",
+    github.baseGroup,
+    "--database-url",
+    demoUrl,
+  ]);
+  step(
+    `database ${DEMO_DATABASE} created and migrated (github version 1: schema github_v1, group ${github.group})`,
+  );
   for (const s of streams) await admin.createTopic(s.topic, PARTITIONS);
   step(`topics created with ${PARTITIONS} partitions each`);
 
@@ -445,7 +496,6 @@ async function demo(admin: KafkaAdmin): Promise<void> {
   await groupsFormed(admin, members);
   step(`consumer groups formed: ${members.map((m) => `${m.name} (:${m.port})`).join(", ")}`);
 
-  const [github, ledger] = streams as [Stream, Stream];
   const produced = await Promise.all([
     cli([
       "produce",
@@ -648,6 +698,206 @@ async function demo(admin: KafkaAdmin): Promise<void> {
   }
   await stopMembers(members);
   step(`stopped the ${members.length} members (SIGTERM)`);
+
+  await blueGreen(admin, github);
+}
+
+// ---------------------------------------------------------------- blue/green rebuild of github
+
+/** `replayable <args>` as the demo prints it: without the connection flag every command has. */
+function shown(args: readonly string[]): string {
+  const i = args.indexOf("--database-url");
+  const rest = i < 0 ? args : [...args.slice(0, i), ...args.slice(i + 2)];
+  return `replayable ${rest.join(" ")}`;
+}
+
+/** Runs `replayable <args>` and prints the command and its output, indented. */
+async function cliShown(args: readonly string[]): Promise<string> {
+  const out = await cli(args);
+  process.stdout.write(`  $ ${shown(args)}\n`);
+  for (const line of out.trimEnd().split("\n")) process.stdout.write(`    ${line}\n`);
+  return out;
+}
+
+/** A promote's or rollback's comparison per table, from its audit row: version → rows and md5. */
+interface AuditedTable {
+  table: string;
+  live: { rows: string; md5: string } | null;
+  candidate: { rows: string; md5: string } | null;
+  equal: boolean;
+}
+
+/** The checksums the newest promote of github recorded (replayable.projection_version_audit). */
+async function lastPromoteChecksums(): Promise<AuditedTable[]> {
+  const r = await pool.query<{ checksums: AuditedTable[] }>(
+    "SELECT checksums FROM replayable.projection_version_audit WHERE projection = 'github' AND action = 'promote' ORDER BY id DESC LIMIT 1",
+  );
+  return r.rows[0]?.checksums ?? [];
+}
+
+/** The columns of the view `github.github_repo_activity`, in order. */
+async function activityColumns(): Promise<string[]> {
+  const r = await pool.query<{ column_name: string }>(
+    "SELECT column_name FROM information_schema.columns WHERE table_schema = 'github' AND table_name = 'github_repo_activity' ORDER BY ordinal_position",
+  );
+  return r.rows.map((c) => c.column_name);
+}
+
+/**
+ * `checksum --projection github --output json` (the shipped projection: it reads the views, and
+ * its state checksum covers the counts every version has).
+ */
+async function githubChecksum(): Promise<Checksums> {
+  const json = await cli([
+    "checksum",
+    "--projection",
+    "github",
+    "--output",
+    "json",
+    "--database-url",
+    demoUrl,
+  ]);
+  return JSON.parse(json) as Checksums;
+}
+
+/** True when each table of `sums` (`github.<t>`) has the rows and md5 `side` of the audit has. */
+function sameAs(sums: Checksums, audited: readonly AuditedTable[], side: "live" | "candidate"): boolean {
+  return (
+    sums.tables.length === audited.length &&
+    sums.tables.every((t) => {
+      const a = audited.find((x) => `github.${x.table}` === t.table || x.table === t.table)?.[side];
+      return a !== undefined && a !== null && a.rows === t.rows && a.md5 === t.md5;
+    })
+  );
+}
+
+/** Checks the views after the promote: the new column equals the file's newest `created_at`. */
+async function checkNewColumn(github: Stream): Promise<void> {
+  const rows = await pool.query<{ repo: string; event_type: string; last_event_at: Date | null }>(
+    "SELECT repo, event_type, last_event_at FROM github.github_repo_activity",
+  );
+  const fromFile = newestEventFromFile();
+  const differ = sameMaps(
+    fromFile,
+    new Map(rows.rows.map((r) => [`${r.repo} ${r.event_type}`, r.last_event_at?.getTime()])),
+  );
+  check(
+    differ === 0,
+    `github (version 2, promoted): the view github.github_repo_activity has the new column last_event_at = the newest created_at per (repo, type) from the file (${fromFile.size} rows, ${differ} differ)`,
+  );
+  const sums = await githubChecksum();
+  check(
+    sums.stateChecksum === github.checksum,
+    `github (version 2): its counts in the views still have the checksum produce printed (${github.checksum.slice(0, 12)}…)`,
+  );
+  const audited = await lastPromoteChecksums();
+  check(
+    sameAs(sums, audited, "candidate"),
+    "github: the views' row counts and MD5 (checksum) = version 2's recorded by promote",
+  );
+  process.stdout.write("\nPromoted checksums (`replayable checksum --projection github`, the views)\n");
+  table([["table", "rows", "md5"], ...sums.tables.map((t) => [t.table, Number(t.rows), t.md5])]);
+}
+
+/** `promote --version 2 --allow-different` and its checks; returns nothing, prints the output. */
+async function promoteVersion2(github: Stream, again: boolean): Promise<void> {
+  const out = await cliShown([
+    "promote",
+    "--projection",
+    "github",
+    "--version",
+    "2",
+    "--topic",
+    github.topic,
+    "--allow-different",
+    "--config",
+    CHANGED_GITHUB_CONFIG,
+    "--database-url",
+    demoUrl,
+  ]);
+  const differ = /tables that differ from version 1: (.*)$/m.exec(out)?.[1] ?? "";
+  check(
+    out.includes("Promoted projection github: version 2 is live (was 1)") &&
+      differ.split(", ").includes("github_repo_activity") &&
+      !differ.includes("github_actor_pushes"),
+    `github: promote${again ? " (again, after the rollback)" : ""} --allow-different made version 2 live, printing github_repo_activity as different and github_actor_pushes as equal`,
+  );
+  check(
+    (await activityColumns()).includes("last_event_at"),
+    "github: the view github.github_repo_activity has the column last_event_at",
+  );
+}
+
+/** `rollback`: version 1's views again, without the new column, with version 1's checksums. */
+async function rollbackToVersion1(): Promise<void> {
+  const out = await cliShown([
+    "rollback",
+    "--projection",
+    "github",
+    "--config",
+    CHANGED_GITHUB_CONFIG,
+    "--database-url",
+    demoUrl,
+  ]);
+  const columns = await activityColumns();
+  const sums = await githubChecksum();
+  check(
+    out.includes("Rolled back projection github: version 1 is live (was 2)") &&
+      !columns.includes("last_event_at") &&
+      sameAs(sums, await lastPromoteChecksums(), "live"),
+    `github: rollback made version 1 live again: the view has no last_event_at (columns ${columns.join(", ")}) and version 1's checksums`,
+  );
+}
+
+/**
+ * The blue/green part: version 1 of github runs (live) while version 2, the changed projection of
+ * examples/github-new-column/, is created, reads the whole topic, and is promoted.
+ */
+async function blueGreen(admin: KafkaAdmin, github: Stream): Promise<void> {
+  process.stdout.write(
+    `\nBlue/green rebuild of github to a changed version (${CHANGED_GITHUB_CONFIG}: a new column last_event_at)\n`,
+  );
+  const live = new Member("github-v1", github, 3);
+  await waitUntil(
+    `version 1's member in group ${github.group}`,
+    async () => (await admin.describeGroup(github.group)).state === "Stable",
+    [live],
+  );
+  step(`version 1 (live) runs: ${live.name} in group ${github.group}`);
+  const rebuild = ["rebuild", "--projection", "github", "--group", github.baseGroup, "--topic", github.topic];
+  const changed = ["--blue-green", "--config", CHANGED_GITHUB_CONFIG, "--database-url", demoUrl];
+  await cliShown([...rebuild, ...changed]);
+  // --no-run: the new version's member runs as a process of its own, as a deployment runs it (without
+  // it, rebuild --execute would go on as that member itself).
+  await cliShown([...rebuild, ...changed, "--execute", "--no-run"]);
+  const shadow = new Member("github-v2", github, 1, { number: 2, config: CHANGED_GITHUB_CONFIG });
+  const v2 = { topic: github.topic, group: `${github.baseGroup}-v2` };
+  await waitUntil(`version 2 to read the whole topic`, () => caughtUp(admin, v2), [live, shadow]);
+  step(`version 2 read the whole topic (group ${v2.group}) while version 1 kept serving`);
+  await cliShown(["status", "--projection", "github", "--topic", github.topic, ...changed.slice(1)]);
+  await promoteVersion2(github, false);
+  await checkNewColumn(github);
+  process.stdout.write("\n");
+  await rollbackToVersion1();
+  await promoteVersion2(github, true);
+  await stopMembers([live]);
+  await waitUntil(
+    `group ${github.group} to be empty`,
+    async () => (await admin.describeGroup(github.group)).members.length === 0,
+    [],
+  );
+  step("stopped version 1's member");
+  await cliShown(["drop-version", "--projection", "github", "--version", "1", ...changed.slice(1)]);
+  const v1 = await pool.query("SELECT 1 FROM pg_namespace WHERE nspname = 'github_v1'");
+  const states = await pool.query<{ version: number; state: string }>(
+    "SELECT version, state FROM replayable.projection_versions WHERE projection = 'github' ORDER BY version",
+  );
+  check(
+    v1.rowCount === 0 && states.rows.map((r) => `${r.version} ${r.state}`).join(", ") === "1 dropped, 2 live",
+    `github: drop-version 1 removed schema github_v1; versions: ${states.rows.map((r) => `${r.version} ${r.state}`).join(", ")}`,
+  );
+  await stopMembers([shadow]);
+  step("stopped version 2's member");
 }
 
 let admin: KafkaAdmin | undefined;
@@ -724,5 +974,6 @@ if (failed.length > 0) {
 }
 process.stdout.write(
   `\ndemo passed: ${checks.length} checks in ${seconds} s. The tables stay in database ${DEMO_DATABASE}; try\n` +
-    `  ./bin/replayable.js checksum --projection github --database-url ${redactUrl(demoUrl)}\n`,
+    `  ./bin/replayable.js checksum --projection github --database-url ${redactUrl(demoUrl)}\n` +
+    `  psql ${redactUrl(demoUrl)} -c 'SELECT * FROM github.github_repo_activity ORDER BY last_event_at DESC LIMIT 5'\n`,
 );

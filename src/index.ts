@@ -1,9 +1,11 @@
 /**
  * replayable: apply Kafka records to PostgreSQL effectively once.
  * The library's public API, the stable surface only: the config file's `defineConfig` and
- * `defineProjection`, the service that runs a projection, its types and its errors. The example
- * projections (`ledger`, `github`) and the internal helpers are not part of it. See README.md for
- * the guarantees and their limits, docs/projections.md for writing a projection.
+ * `defineProjection`, the service that runs a projection, its types and its errors; and the parts
+ * of the shipped github projection, to extend it in a changed version (its decode, its counts, its
+ * definition: examples/github-new-column/). The ledger example and the internal helpers are not
+ * part of it. See README.md for the guarantees and their limits, docs/projections.md for writing a
+ * projection.
  */
 export { defineConfig, type ProjectionEntry, type ReplayableConfig } from "./configFile/defineConfig.js";
 export type { ConfigFileSettings } from "./configFile/settings.js";
@@ -22,10 +24,21 @@ export type {
   SaslMechanism,
   SecurityProtocol,
 } from "./kafkaSecurity.js";
-export { migrate, type MigratingProjection } from "./db/migrate.js";
+export { migrate, type MigrateOptions, type MigratingProjection } from "./db/migrate.js";
 export {
   ConsumerService,
   type BatchCommitted,
   type ConsumerServiceOptions,
   type ServiceOutcome,
 } from "./engine/consumerService.js";
+export {
+  addGithubCounts,
+  GITHUB_PROJECTION,
+  githubProjection,
+} from "./projections/github/githubProjection.js";
+export {
+  decodeGithubEventValue,
+  MAX_GITHUB_NAME_LENGTH,
+  PUSH_EVENT,
+  type GithubEvent,
+} from "./projections/github/events.js";

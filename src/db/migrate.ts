@@ -17,8 +17,10 @@
  *   tracked in `replayable."__drizzle_migrations@versions"`.
  * - a versioned projection's folder: applied to version 1's schema when it has no version
  *   (src/versions/firstVersion.ts), tracked in `replayable."__drizzle_migrations_<name>@v1"`.
- * - a projection's own folder (`defineProjection({ migrations })`, or `drizzle/ledger` and
- *   `drizzle/github` for the examples), tracked in `replayable.__drizzle_migrations_<projection>`.
+ * - a projection's own folder (`defineProjection({ migrations })`, or `drizzle/ledger` for the
+ *   ledger example), tracked in `replayable.__drizzle_migrations_<projection>`. The github example
+ *   is versioned: `drizzle/github-versioned/` goes to its versions' schemas (above);
+ *   `drizzle/github/`, its non-versioned layout of the releases before, is no longer applied.
  */
 import { join } from "node:path";
 import type pg from "pg";
@@ -51,6 +53,20 @@ export interface MigratingProjection {
    * existing version (src/versions/firstVersion.ts).
    */
   readonly versioned?: boolean | undefined;
+  /**
+   * Its tables (`<name>.<table>`); for a versioned projection, the names version 1's views take,
+   * checked to be free before it is created.
+   */
+  readonly tables?: readonly string[] | undefined;
+}
+
+/** Options of {@link migrate}. */
+export interface MigrateOptions {
+  /**
+   * The consumer group id version 1 of a versioned projection gets, as `<groupId>-v1` (the
+   * command's `--group`); default: the projection's name. Ignored for existing versions.
+   */
+  readonly groupId?: string | undefined;
 }
 
 /** The migrations table of projection `name` in schema `replayable`. */
@@ -59,15 +75,18 @@ export function projectionMigrationsTable(name: string): string {
 }
 
 /**
- * Runs every pending migration of the engine, then of each of `projections` in order.
+ * Runs every pending migration of the engine, then of each of `projections` in order; a versioned
+ * projection without a version gets version 1 (src/versions/firstVersion.ts).
  * @throws ReplayableError DATABASE naming the folder of a failing migration (each folder's pending
- *   migrations run in one transaction, so a failing folder changes nothing); the lock is released
+ *   migrations run in one transaction, so a failing folder changes nothing), or a versioned
+ *   projection whose stable schema holds tables of the names its views need; the lock is released
  *   either way.
  * @example await migrate(pool, [{ name: "orders", migrationsFolder: "/app/migrations" }])
  */
 export async function migrate(
   pool: pg.Pool,
   projections: readonly MigratingProjection[] = [],
+  options: MigrateOptions = {},
 ): Promise<void> {
   const client = await pool.connect();
   try {
@@ -99,7 +118,7 @@ export async function migrate(
       await run(join(root, "versions"), VERSIONS_TABLE, "replayable (blue/green versions)");
       for (const projection of projections) {
         if (projection.versioned === true) {
-          await ensureFirstVersion(client, projection);
+          await ensureFirstVersion(client, projection, options.groupId);
           continue;
         }
         if (projection.migrationsFolder === undefined) continue;

@@ -26,14 +26,22 @@ export interface RegisteredProjection extends Projection<unknown> {
   readonly versioned?: boolean;
 }
 
-/** The shipped examples, with their migrations in `drizzle/<name>/`. */
+/**
+ * The shipped examples: `ledger` with its migrations in `drizzle/ledger/`; `github`, versioned
+ * (blue/green), with its migrations in `drizzle/github-versioned/` (drizzle/github/ is the
+ * non-versioned layout released before, kept unedited).
+ */
 export function exampleProjections(): RegisteredProjection[] {
   const folder = (name: string) => join(packageRoot(), "drizzle", name);
-  return [ledgerProjection as Projection<unknown>, githubProjection as Projection<unknown>].map((p) => ({
-    ...p,
-    migrationsFolder: folder(p.name),
-    origin: "example" as const,
-  }));
+  return [
+    { ...(ledgerProjection as Projection<unknown>), migrationsFolder: folder("ledger"), origin: "example" },
+    {
+      ...(githubProjection as Projection<unknown>),
+      migrationsFolder: folder("github-versioned"),
+      origin: "example",
+      versioned: true,
+    },
+  ];
 }
 
 /** Projections by name: the config file's first, then the examples it does not shadow. */

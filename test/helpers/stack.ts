@@ -32,7 +32,9 @@ export interface TestDatabase {
 
 /**
  * Creates a database of its own for one test file, migrated with replayable's schema and the
- * example projections' (`ledger`, `github`) unless `examples` is false.
+ * example projections' (`ledger`, `github`) unless `examples` is false. The versioned github
+ * projection's version 1 gets the group `<database name>-v1`, of its own like the database
+ * (read it with {@link liveVersionGroup}).
  */
 export async function createTestDatabase(examples = true): Promise<TestDatabase> {
   const name = uniqueName("rt");
@@ -43,7 +45,7 @@ export async function createTestDatabase(examples = true): Promise<TestDatabase>
   const url = new URL(ADMIN_DATABASE_URL);
   url.pathname = `/${name}`;
   const pool = createPool({ connectionString: url.toString(), max: 4 });
-  await migrate(pool, examples ? exampleProjections() : []);
+  await migrate(pool, examples ? exampleProjections() : [], { groupId: name });
   return {
     name,
     url: url.toString(),
@@ -56,6 +58,17 @@ export async function createTestDatabase(examples = true): Promise<TestDatabase>
       await c.end();
     },
   };
+}
+
+/** The consumer group of the live version of the versioned projection `projection` in `db`. */
+export async function liveVersionGroup(db: TestDatabase, projection: string): Promise<string> {
+  const r = await db.pool.query<{ group_id: string }>(
+    "SELECT group_id FROM replayable.projection_versions WHERE projection = $1 AND state = 'live'",
+    [projection],
+  );
+  const group = r.rows[0]?.group_id;
+  if (group === undefined) throw new Error(`${projection} has no live version in ${db.name}`);
+  return group;
 }
 
 /** A KafkaJS client and admin for tests (logs only errors). */

@@ -6,7 +6,7 @@ import { basename } from "node:path";
 import { Command } from "commander";
 import { redactUrl } from "../../config.js";
 import { createPool } from "../../db/pool.js";
-import { migrate } from "../../db/migrate.js";
+import { migrate, type MigrateOptions } from "../../db/migrate.js";
 import { checkDatabase } from "../../db/startupCheck.js";
 import { ReplayableError } from "../../errors.js";
 import type { RegisteredProjection } from "../../projections/registry.js";
@@ -22,6 +22,7 @@ import {
 
 interface MigrateFlags extends ConnectionFlags {
   projection?: string[];
+  group?: string;
 }
 
 /**
@@ -43,7 +44,7 @@ export function projectionsToMigrate(
 
 /**
  * Checks the connection and the privileges migrations need, migrates, then checks that every
- * table of `projections` exists.
+ * table of `projections` exists. `options.groupId`: see {@link MigrateOptions}.
  * @throws ReplayableError CONFIG_INVALID (exit 2) for a TLS or credential mismatch, a missing
  *   grant (each GRANT named), or each missing table and its fix.
  */
@@ -51,11 +52,12 @@ export async function migrateAndCheck(
   databaseUrl: string,
   projections: readonly RegisteredProjection[],
   configFile: string | undefined,
+  options: MigrateOptions = {},
 ): Promise<void> {
   await checkDatabase(databaseUrl, ["migrate"]);
   const pool = createPool({ connectionString: databaseUrl, max: 1 });
   try {
-    await migrate(pool, projections);
+    await migrate(pool, projections, options);
     const problems = await missingTableProblems(
       pool,
       projections,
@@ -78,6 +80,10 @@ export function migrateCommand(): Command {
       "--projection <name...>",
       "apply only these projections' migrations (default: every projection of the config file, and REPLAYABLE_PROJECTION's)",
     )
+    .option(
+      "--group <id>",
+      "consumer group id of version 1 of a versioned projection made now, as <id>-v1 (default: the projection's name)",
+    )
     .action(action(migrateAction));
 }
 
@@ -86,11 +92,17 @@ async function migrateAction(flags: MigrateFlags): Promise<void> {
   // A valid config's tables are checked after migrating (migrateAndCheck): a zero-code sink's
   // table may be made by another projection's migration, which checking first would refuse.
   // With other problems nothing is migrated, and the missing tables are listed too.
-  const setup = await configFrom(flags, {}, { checkTables: "with-other-problems" });
+  const setup = await configFrom(
+    flags,
+    { REPLAYABLE_GROUP_ID: flags.group },
+    { checkTables: "with-other-problems" },
+  );
   const { config } = setup;
   const log = cliLogger(config);
   const projections = projectionsToMigrate(setup, flags.projection);
-  await migrateAndCheck(config.databaseUrl, projections, setup.configFile);
+  await migrateAndCheck(config.databaseUrl, projections, setup.configFile, {
+    groupId: flags.group === undefined ? undefined : config.groupId,
+  });
   const names = projections.map((p) => p.name);
   log.info({ database: redactUrl(config.databaseUrl), projections: names }, "migrations applied");
   process.stdout.write(`migrations applied: replayable${names.length > 0 ? `, ${names.join(", ")}` : ""}\n`);

@@ -6,7 +6,7 @@
 import { createHash } from "node:crypto";
 import type { Db } from "../../db/pool.js";
 import { PUSH_EVENT, type GithubEvent } from "./events.js";
-import { githubActorPushes, githubRepoActivity } from "./schema.js";
+import { githubActorPushesView, githubRepoActivityView } from "./views.js";
 
 /** One row of `github.github_repo_activity`. */
 export interface RepoActivityRow {
@@ -107,10 +107,13 @@ export function githubTotals(state: GithubState): GithubTotals {
   };
 }
 
-/** Reads the github projection's derived tables into a {@link GithubState}. */
+/**
+ * Reads the github projection's live version into a {@link GithubState}, through the views of
+ * schema `github` (the columns every version has; a later version's new columns are not read).
+ */
 export async function readGithubState(db: Db): Promise<GithubState> {
-  const activity = await db.select().from(githubRepoActivity);
-  const pushes = await db.select().from(githubActorPushes);
+  const activity = await db.select().from(githubRepoActivityView);
+  const pushes = await db.select().from(githubActorPushesView);
   return {
     repoActivity: activity.map((r) => ({ repo: r.repo, eventType: r.eventType, events: BigInt(r.events) })),
     actorPushes: pushes.map((a) => ({

@@ -34,11 +34,12 @@ describe("status", () => {
 
     const json = await runCli(["status", "--group", "github", "--topic", topic, "--output", "json"], env);
     expect(json.code, json.stderr).toBe(0);
-    expect(JSON.parse(json.stdout)).toMatchObject({ groupId: "github", projection: "github" });
+    // github is versioned: status shows its versions, each with its own group.
+    expect(JSON.parse(json.stdout)).toMatchObject({ projection: "github", versions: [{ version: 1 }] });
 
     const table = await runCli(["status", "--group", "github", "--topic", topic], env);
     expect(table.code, table.stderr).toBe(0);
-    expect(table.stdout).toContain("group github, projection github");
+    expect(table.stdout).toContain("projection github (versioned)");
 
     const unknown = await runCli(["status", "--group", uniqueName("g"), "--topic", topic], env);
     expect(unknown.code).toBe(2);

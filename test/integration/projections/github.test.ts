@@ -1,14 +1,15 @@
 /**
  * The github projection on real input: the 800 GH Archive events of data/github-events/, produced
  * with `replayable produce github` and consumed with `replayable run --projection github`, as a
- * user runs them. Totals are checked against counts this test makes straight from the file.
+ * user runs them. Totals are checked against counts this test makes straight from the file, read
+ * through the views of schema `github` (the projection is versioned: its tables are in github_v1).
  */
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { runCli, scrapeMetric, startCli } from "../../helpers/process.js";
-import { uniqueName, waitFor, waitForCaughtUp, useStack } from "../../helpers/stack.js";
+import { liveVersionGroup, uniqueName, waitFor, waitForCaughtUp, useStack } from "../../helpers/stack.js";
 
 const FILE = "data/github-events/2021-07-21-gharchive-800.jsonl";
 
@@ -30,11 +31,11 @@ async function produceGithub(topic: string, file: string, extra: string[] = []):
 
 /** Runs one member until the group has committed the high watermark; returns its /metrics counters. */
 async function consume(topic: string): Promise<{ applied: number; eventIdDuplicates: number; all: number }> {
-  const group = uniqueName("g");
-  const member = startCli(
-    ["run", "--projection", "github", "--topic", topic, "--group", group, "--no-migrate"],
-    { DATABASE_URL: stack.db.url },
-  );
+  // A versioned projection's member joins its version's group, made by migrate.
+  const group = await liveVersionGroup(stack.db, "github");
+  const member = startCli(["run", "--projection", "github", "--topic", topic, "--no-migrate"], {
+    DATABASE_URL: stack.db.url,
+  });
   try {
     const port = await member.metricsPort();
     await waitForCaughtUp(stack.admin, group, topic);
@@ -105,7 +106,7 @@ describe("github projection", () => {
       new Map(actors.map((a) => [a.actor, { pushes: Number(a.pushes), commits: Number(a.commits) }])),
     ).toEqual(perActor);
     const [ids] = await rows<{ n: string }>(
-      "SELECT count(*) AS n FROM replayable.processed_events WHERE projection = 'github'",
+      "SELECT count(*) AS n FROM replayable.processed_events WHERE projection = 'github@v1'",
     );
     expect(ids?.n).toBe("800");
     const [dead] = await rows<{ n: string }>("SELECT count(*) AS n FROM replayable.dead_letters");
@@ -149,7 +150,7 @@ describe("github projection", () => {
     expect(counts.applied).toBe(4);
     expect(counts.all).toBe(0);
     const stored = await rows<{ event_id: string }>(
-      "SELECT event_id FROM replayable.processed_events WHERE projection = 'github' ORDER BY event_id",
+      "SELECT event_id FROM replayable.processed_events WHERE projection = 'github@v1' ORDER BY event_id",
     );
     expect(stored.map((r) => r.event_id)).toEqual([...ids].sort());
     const [activity] = await rows<{ events: string }>(
