@@ -8,7 +8,7 @@
  * so the other databases on a shared server do not count.
  *
  *   npx tsx bench/transactionCost.ts [--batch 160] [--batches 150] [--partitions 24] [--connections 8]
- *     [--value-bytes 700] [--dedupe event-id,offset]
+ *     [--value-bytes 700] [--duplicate-rate 0.01] [--warmup 48] [--dedupe event-id,offset] [--keep]
  *
  * Prints, per dedupe kind, PostgreSQL CPU µs per record and per transaction, split by statement.
  */
