@@ -27,14 +27,31 @@ const DIGEST_BYTES = 32;
 const NO_DIGEST = Buffer.alloc(DIGEST_BYTES);
 
 /**
+ * Where an id already recorded was first seen, read through the primary key one id at a time: the
+ * `OFFSET 0` keeps PostgreSQL from flattening the subquery into a join, so every id is one index
+ * probe on (projection, event_id) whatever the table's statistics say. As a plain join or
+ * `event_id = ANY($ids)`, the planner, told by missing or stale statistics (a table autovacuum has
+ * not analyzed yet) that the projection has few rows, read every row of the projection and
+ * filtered it instead, once per transaction (docs/benchmarks.md "Event ids at 24 partitions").
+ * `ids` is a relation of ids named `m` with a column `id`.
+ */
+const FIRST_SEEN = `LEFT JOIN LATERAL (
+       SELECT q.topic, q.partition, q."offset", q.value_sha256 FROM replayable.processed_events q
+       WHERE q.projection = $1 AND q.event_id = m.id
+       OFFSET 0
+     ) p ON true`;
+
+/**
  * The digests go as one binary parameter (node-postgres sends a Buffer in binary format), cut
  * into 32-byte pieces by ordinality: no hex text per digest to build in Node and parse in
- * PostgreSQL. The statement returns only the ids that were NOT inserted (usually none), so the
- * common case reads no rows back.
+ * PostgreSQL. The statement returns only the ids that were NOT inserted (usually none), each with
+ * where it was first seen as the statement's snapshot shows it (topic NULL when the row was
+ * committed by another transaction after that snapshot), so the common case reads no rows back and
+ * a batch with a re-sent id needs no second statement.
  */
 const INSERT = {
   // A named statement: parsed and planned once per connection, it runs in every transaction.
-  name: "replayable_insert_event_ids_v3",
+  name: "replayable_insert_event_ids_v5",
   text: `WITH e AS MATERIALIZED (
        SELECT i.id, i.off, i.n FROM unnest($4::text[], $5::bigint[]) WITH ORDINALITY AS i(id, off, n)
      ), ins AS (
@@ -45,21 +62,37 @@ const INSERT = {
        FROM e ORDER BY e.n
        ON CONFLICT DO NOTHING
        RETURNING event_id
+     ), m AS MATERIALIZED (
+       SELECT e.id FROM e WHERE NOT EXISTS (SELECT 1 FROM ins WHERE ins.event_id = e.id)
      )
-     SELECT e.id AS event_id FROM e WHERE NOT EXISTS (SELECT 1 FROM ins WHERE ins.event_id = e.id)`,
-} as const;
-
-/** Where the ids not inserted were first seen (a batch with a re-sent event runs it). */
-const SELECT_PRIOR = {
-  name: "replayable_select_event_ids",
-  text: `SELECT event_id, topic, partition, "offset", value_sha256 FROM replayable.processed_events
-     WHERE projection = $1 AND event_id = ANY($2::text[])`,
+     SELECT m.id AS event_id, p.topic, p.partition, p."offset", p.value_sha256 FROM m ${FIRST_SEEN}`,
 } as const;
 
 /**
+ * Where the ids not inserted and not in the insert's snapshot were first seen: rows another
+ * transaction committed after that snapshot, which in READ COMMITTED a new statement sees.
+ */
+const SELECT_PRIOR = {
+  name: "replayable_select_event_ids_v2",
+  text: `SELECT m.id AS event_id, p.topic, p.partition, p."offset", p.value_sha256
+     FROM unnest($2::text[]) AS m(id) ${FIRST_SEEN}`,
+} as const;
+
+/** A row of {@link INSERT} or {@link SELECT_PRIOR}: an id not inserted, and where it was first seen (NULLs: not found). */
+interface PriorRow {
+  event_id: string;
+  topic: string | null;
+  partition: number | null;
+  offset: string | null;
+  value_sha256: Buffer | null;
+}
+
+/**
  * Inserts the ids (unique within `rows`) with `ON CONFLICT DO NOTHING`, and returns the ids that
- * were not inserted (`conflicts`: recorded before) and, for those still there, where they were first seen (read by a second statement,
- * which in READ COMMITTED sees a row another transaction committed after this one began).
+ * were not inserted (`conflicts`: recorded before) and, for those still there, where they were
+ * first seen (`seen`). The same statement reads that for the rows in its snapshot; a second one
+ * runs only for an id another transaction committed after that snapshot (in READ COMMITTED a new
+ * statement sees it).
  *
  * The rows are inserted in ascending event-id order (UTF-16 code units), not in offset order: an
  * insert that meets another transaction's uncommitted row of the same id waits for that
@@ -93,21 +126,24 @@ export async function insertEventIds(
       throw new Error(`valueSha256 of ${row.eventId} is not ${2 * DIGEST_BYTES} hex digits`);
     }
   });
-  const result = await client.query<{ event_id: string }>({
+  const result = await client.query<PriorRow>({
     ...INSERT,
     values: [projection, topic, partition, ids, offsets, digests, NO_DIGEST],
   });
   const seen = new Map<string, SeenEventId>();
   if (result.rows.length === 0) return { conflicts: new Set(), seen };
-  const missing = result.rows.map((r) => r.event_id);
-  const prior = await client.query<{
-    event_id: string;
-    topic: string;
-    partition: number;
-    offset: string;
-    value_sha256: Buffer | null;
-  }>({ ...SELECT_PRIOR, values: [projection, missing] });
-  for (const r of prior.rows) {
+  addSeen(seen, result.rows);
+  // Recorded by a transaction that committed after the insert's snapshot: a new statement sees it.
+  const unseen = result.rows.filter((r) => r.topic === null).map((r) => r.event_id);
+  if (unseen.length > 0)
+    addSeen(seen, (await client.query<PriorRow>({ ...SELECT_PRIOR, values: [projection, unseen] })).rows);
+  return { conflicts: new Set(result.rows.map((r) => r.event_id)), seen };
+}
+
+/** Adds the rows that found where their id was first seen to `seen`. */
+function addSeen(seen: Map<string, SeenEventId>, rows: readonly PriorRow[]): void {
+  for (const r of rows) {
+    if (r.topic === null || r.partition === null || r.offset === null) continue;
     seen.set(r.event_id, {
       topic: r.topic,
       partition: r.partition,
@@ -115,7 +151,6 @@ export async function insertEventIds(
       valueSha256: r.value_sha256 === null ? null : r.value_sha256.toString("hex"),
     });
   }
-  return { conflicts: new Set(missing), seen };
 }
 
 /** Ascending by event id in UTF-16 code unit order: the same in every transaction, whatever the database collation. */
