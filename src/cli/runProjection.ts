@@ -17,6 +17,7 @@ import { resolveVersion } from "../versions/resolveVersion.js";
 import type { VersionedInstance } from "../versions/versionNames.js";
 import { exitCodeOf, printError, reportedError, type CliSetup } from "./common.js";
 import { onShutdownSignals } from "./signals.js";
+import { checkGroupOfVersion } from "./versionTarget.js";
 import { migrateAndCheck } from "./commands/migrate.js";
 
 /** What {@link runProjection} runs. */
@@ -27,6 +28,11 @@ export interface RunTarget {
   readonly version?: number | undefined;
   /** Apply pending migrations first (`run`'s default; `--no-migrate` turns it off). */
   readonly migrate: boolean;
+  /**
+   * The group the operator named (`--group` or REPLAYABLE_GROUP_ID), if any: for a versioned
+   * projection it must be the version's group or the group the version was created from.
+   */
+  readonly group?: string | undefined;
 }
 
 /**
@@ -35,7 +41,8 @@ export interface RunTarget {
  * the exit, src/cli/signals.ts); a failed run prints its error and sets the process's exit code
  * ({@link exitCodeOf}).
  * @throws ReplayableError for a bad web config file, an unreachable PostgreSQL (naming
- *   DATABASE_URL) or a failed start (Kafka unreachable, access denied).
+ *   DATABASE_URL), a `--group` that is not the version's (CONFIG_INVALID) or a failed start (Kafka
+ *   unreachable, access denied).
  */
 export async function runProjection(target: RunTarget): Promise<void> {
   const { setup, projection: registered } = target;
@@ -48,7 +55,7 @@ export async function runProjection(target: RunTarget): Promise<void> {
       },
     );
   }
-  const { config, projection } = await versionToRun(setup.config, registered, target.version).catch(
+  const { config, projection } = await versionToRun(setup.config, registered, target).catch(
     (error: unknown) => {
       throw unreachable(error);
     },
@@ -99,12 +106,13 @@ function metricsFor(projection: Projection<unknown>): Metrics {
 async function versionToRun(
   config: Config,
   projection: RegisteredProjection,
-  version: number | undefined,
+  target: Pick<RunTarget, "version" | "group">,
 ): Promise<{ config: Config; projection: Projection<unknown> }> {
   if (projection.versioned !== true) return { config, projection };
   const pool = createPool({ connectionString: config.databaseUrl, max: 1 });
   try {
-    const resolved = await resolveVersion(pool, projection, version);
+    const resolved = await resolveVersion(pool, projection, target.version);
+    checkGroupOfVersion(projection.name, resolved.row, target.group);
     return { config: { ...config, groupId: resolved.row.groupId }, projection: resolved.instance };
   } finally {
     await pool.end();

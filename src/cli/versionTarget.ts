@@ -62,11 +62,7 @@ export async function resolveVersionTarget(
     throw new ReplayableError("CONFIG_INVALID", errorMessage(error));
   }
   const { row, instance } = await resolveVersion(db, projection, version);
-  if (group !== undefined && group !== row.groupId && `${group}-v${row.version}` !== row.groupId)
-    throw new ReplayableError(
-      "CONFIG_INVALID",
-      `--group: version ${row.version} of projection ${projection.name} consumes as group ${row.groupId}, not ${group}; leave out --group (the version's group is used) or give --version for the version you mean`,
-    );
+  checkGroupOfVersion(projection.name, row, group);
   return {
     projection: instance,
     groupId: row.groupId,
@@ -82,4 +78,23 @@ export function versionLine(target: VersionTarget): string | undefined {
   const v = target.version;
   if (v === undefined) return undefined;
   return `Version ${v.number} (${v.state}) of projection ${v.of}: dedupe key ${target.projection.name}, consumer group ${target.groupId}`;
+}
+
+/**
+ * Checks the group an operator named for a version of a versioned projection: it must be the
+ * version's own group (`<group>-v<N>`) or the group the version was created from (`<group>`).
+ * Nothing to check when no group was named.
+ * @throws ReplayableError CONFIG_INVALID naming `--group` when it is another group (it would
+ *   otherwise be ignored: a version always consumes as its own group).
+ */
+export function checkGroupOfVersion(
+  projection: string,
+  row: { readonly version: number; readonly groupId: string },
+  group: string | undefined,
+): void {
+  if (group === undefined || group === row.groupId || `${group}-v${row.version}` === row.groupId) return;
+  throw new ReplayableError(
+    "CONFIG_INVALID",
+    `--group: version ${row.version} of projection ${projection} consumes as group ${row.groupId}, not ${group}; leave out --group (the version's group is used) or give --version for the version you mean`,
+  );
 }

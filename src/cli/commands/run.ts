@@ -53,7 +53,8 @@ async function runAction(flags: RunFlags): Promise<void> {
   );
   const projection = setup.projection();
   const version = versionFlag(projection, flags);
-  await runProjection({ setup, projection, version, migrate: flags.migrate });
+  const group = flags.group ?? (process.env.REPLAYABLE_GROUP_ID || undefined);
+  await runProjection({ setup, projection, version, migrate: flags.migrate, group });
 }
 
 /**

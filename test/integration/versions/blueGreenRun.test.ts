@@ -75,6 +75,12 @@ describe("rebuild --blue-green --execute runs the new version", () => {
     expect(rebuild.stdout()).toContain(`Created version 2 of projection ${name}`);
     expect(rebuild.stdout()).toContain("Going on as version 2's member");
     expect(rebuild.stderr()).toContain("going on as version 2's member");
+    // A group that is not the version's is refused, not silently replaced by the version's group.
+    const wrongGroup = await cli(["run", "--group", "not-its-group", "--no-migrate"]);
+    expect(wrongGroup.code, wrongGroup.stderr).toBe(2);
+    expect(wrongGroup.stderr).toContain(
+      `--group: version 1 of projection ${name} consumes as group ${name}-v1, not not-its-group`,
+    );
     const totals = async (schema: string) =>
       (
         await db.pool.query<{ shop: string; sales: string; cents: string }>(
