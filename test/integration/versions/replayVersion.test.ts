@@ -58,9 +58,11 @@ describe("replay of a versioned projection", () => {
       totals: { duplicates: "30", firstApplies: "0", skipped: "0" },
     });
 
-    const other = await runCli([...args, "--group", uniqueName("g")], env, { cwd: dir });
+    const otherGroup = uniqueName("g");
+    const other = await runCli([...args, "--group", otherGroup], env, { cwd: dir });
     expect(other.code).toBe(2);
-    expect(other.stderr).toContain(`is not the consumer group of a version of projection ${name}`);
-    expect(other.stderr).toContain(`1 (live): --group ${name}-v1`);
+    expect(other.stderr).toContain(
+      `--group: version 1 of projection ${name} consumes as group ${name}-v1, not ${otherGroup}`,
+    );
   });
 });
