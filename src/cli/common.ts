@@ -26,6 +26,24 @@ export interface ConnectionFlags {
   logLevel?: string;
 }
 
+/** The flags of the member's metrics server (`run`, and `rebuild --blue-green --execute` going on as a member). */
+export interface MetricsServerFlags {
+  metricsHost?: string;
+  metricsPort?: string;
+}
+
+/** Adds --metrics-host and --metrics-port to `command`. */
+export function withMetricsServerOptions(command: Command): Command {
+  return command
+    .option("--metrics-host <host>", "host for /metrics, /healthz, /readyz (env REPLAYABLE_METRICS_HOST)")
+    .option("--metrics-port <port>", "port for /metrics (env REPLAYABLE_METRICS_PORT; 0 picks a free one)");
+}
+
+/** The config variables {@link withMetricsServerOptions}'s flags set. */
+export function metricsServerEnv(flags: MetricsServerFlags): Record<string, string | undefined> {
+  return { REPLAYABLE_METRICS_HOST: flags.metricsHost, REPLAYABLE_METRICS_PORT: flags.metricsPort };
+}
+
 /** Adds --config, --brokers, --database-url and --log-level to `command`. */
 export function withConnectionOptions(command: Command): Command {
   return command

@@ -23,11 +23,14 @@ import {
   printJson,
   printTable,
   withConnectionOptions,
+  metricsServerEnv,
+  withMetricsServerOptions,
   type CliSetup,
   type ConnectionFlags,
+  type MetricsServerFlags,
 } from "../common.js";
 
-interface RebuildFlags extends ConnectionFlags {
+interface RebuildFlags extends ConnectionFlags, MetricsServerFlags {
   projection: string;
   group: string;
   topic?: string[];
@@ -41,7 +44,7 @@ interface RebuildFlags extends ConnectionFlags {
 
 /** Builds the `rebuild` command. */
 export function rebuildCommand(): Command {
-  return withConnectionOptions(new Command("rebuild"))
+  return withMetricsServerOptions(withConnectionOptions(new Command("rebuild")))
     .description(
       "recompute a projection from the log: reset the group to the log start offsets, then empty the projection's tables and dedupe state in one transaction; a dry run unless --execute",
     )
@@ -80,6 +83,7 @@ async function rebuildAction(flags: RebuildFlags): Promise<void> {
       REPLAYABLE_PROJECTION: flags.projection,
       REPLAYABLE_GROUP_ID: flags.group,
       REPLAYABLE_TOPICS: flags.topic?.join(","),
+      ...metricsServerEnv(flags),
     },
     { checkTables: true },
   );
@@ -129,7 +133,13 @@ function goesOnRunning(flags: RebuildFlags): boolean {
       "CONFIG_INVALID",
       "--no-run: only with --blue-green --execute (it keeps the command from going on as the new version's member); remove it",
     );
-  return blueGreenExecute && flags.run;
+  const runs = blueGreenExecute && flags.run;
+  if (!runs && (flags.metricsHost !== undefined || flags.metricsPort !== undefined))
+    throw new ReplayableError(
+      "CONFIG_INVALID",
+      "--metrics-host/--metrics-port: only when the command goes on as the new version's member (--blue-green --execute without --no-run); remove them",
+    );
+  return runs;
 }
 
 /**

@@ -1,24 +1,30 @@
 /** `replayable run`: run one member of a projection's consumer group until a signal stops it. */
 import { Command } from "commander";
 import { ReplayableError, errorMessage } from "../../errors.js";
-import { action, configFrom, withConnectionOptions, type ConnectionFlags } from "../common.js";
+import {
+  action,
+  configFrom,
+  metricsServerEnv,
+  withConnectionOptions,
+  withMetricsServerOptions,
+  type ConnectionFlags,
+  type MetricsServerFlags,
+} from "../common.js";
 import type { RegisteredProjection } from "../../projections/registry.js";
 import { parseVersion } from "../../versions/versionNames.js";
 import { runProjection } from "../runProjection.js";
 
-interface RunFlags extends ConnectionFlags {
+interface RunFlags extends ConnectionFlags, MetricsServerFlags {
   projection?: string;
   topic?: string[];
   group?: string;
-  metricsHost?: string;
-  metricsPort?: string;
   migrate: boolean;
   version?: string;
 }
 
 /** Builds the `run` command. */
 export function runCommand(): Command {
-  return withConnectionOptions(new Command("run"))
+  return withMetricsServerOptions(withConnectionOptions(new Command("run")))
     .description(
       "consume the projection's topics as a consumer group member and apply each record effectively once",
     )
@@ -28,8 +34,6 @@ export function runCommand(): Command {
     )
     .option("--topic <topic...>", "topics to consume (env REPLAYABLE_TOPICS; default: the projection's)")
     .option("--group <id>", "consumer group id (env REPLAYABLE_GROUP_ID; default: the projection name)")
-    .option("--metrics-host <host>", "host for /metrics, /healthz, /readyz (env REPLAYABLE_METRICS_HOST)")
-    .option("--metrics-port <port>", "port for /metrics (env REPLAYABLE_METRICS_PORT; 0 picks a free one)")
     .option("--no-migrate", "do not apply pending migrations at start")
     .option(
       "--version <n>",
@@ -46,8 +50,7 @@ async function runAction(flags: RunFlags): Promise<void> {
       REPLAYABLE_PROJECTION: flags.projection,
       REPLAYABLE_TOPICS: flags.topic?.join(","),
       REPLAYABLE_GROUP_ID: flags.group,
-      REPLAYABLE_METRICS_HOST: flags.metricsHost,
-      REPLAYABLE_METRICS_PORT: flags.metricsPort,
+      ...metricsServerEnv(flags),
     },
     { checkTables: true },
   );

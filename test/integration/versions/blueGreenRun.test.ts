@@ -67,7 +67,8 @@ describe("rebuild --blue-green --execute runs the new version", () => {
     await waitForCaughtUp(admin, `${name}-v1`, topic);
 
     const rebuild = startCliInTest(
-      ["rebuild", "--projection", name, "--group", name, "--blue-green", "--execute"],
+      // --metrics-port as `run` takes it: the member it goes on as serves /metrics.
+      ["rebuild", "--projection", name, "--group", name, "--blue-green", "--execute", "--metrics-port", "0"],
       env,
       { cwd: dir },
     );
@@ -75,6 +76,7 @@ describe("rebuild --blue-green --execute runs the new version", () => {
     expect(rebuild.stdout()).toContain(`Created version 2 of projection ${name}`);
     expect(rebuild.stdout()).toContain("Going on as version 2's member");
     expect(rebuild.stderr()).toContain("going on as version 2's member");
+    expect(rebuild.stderr()).toContain('"msg":"serving /metrics, /healthz, /readyz"');
     // A group that is not the version's is refused, not silently replaced by the version's group.
     const wrongGroup = await cli(["run", "--group", "not-its-group", "--no-migrate"]);
     expect(wrongGroup.code, wrongGroup.stderr).toBe(2);
@@ -146,9 +148,20 @@ describe("rebuild --blue-green --execute runs the new version", () => {
     expect(rebuild.stderr()).toContain('"msg":"consumer stopped"');
   }, 240_000);
 
-  it("--no-run without --blue-green --execute is a usage error naming the flag (exit 2)", async () => {
+  it("--no-run and --metrics-port without --blue-green --execute are usage errors naming the flag (exit 2)", async () => {
     const result = await runCli(["rebuild", "--projection", "ledger", "--group", "g", "--no-run"]);
     expect(result.code).toBe(2);
     expect(result.stderr).toContain("--no-run: only with --blue-green --execute");
+    const metrics = await runCli([
+      "rebuild",
+      "--projection",
+      "ledger",
+      "--group",
+      "g",
+      "--metrics-port",
+      "0",
+    ]);
+    expect(metrics.code).toBe(2);
+    expect(metrics.stderr).toContain("--metrics-host/--metrics-port: only when the command goes on");
   });
 });
