@@ -889,7 +889,14 @@ async function blueGreen(admin: KafkaAdmin, github: Stream): Promise<void> {
     [],
   );
   step("stopped version 1's member");
-  await cliShown(["drop-version", "--projection", "github", "--version", "1", ...changed.slice(1)]);
+  const drop = ["drop-version", "--projection", "github", "--version", "1", ...changed.slice(1)];
+  const dryRun = await cliShown(drop);
+  const kept = await pool.query("SELECT 1 FROM pg_namespace WHERE nspname = 'github_v1'");
+  check(
+    dryRun.includes("Dry run: would drop version 1") && kept.rowCount === 1,
+    "github: drop-version 1 without --execute printed what it would delete and kept schema github_v1",
+  );
+  await cliShown([...drop, "--execute"]);
   const v1 = await pool.query("SELECT 1 FROM pg_namespace WHERE nspname = 'github_v1'");
   const states = await pool.query<{ version: number; state: string }>(
     "SELECT version, state FROM replayable.projection_versions WHERE projection = 'github' ORDER BY version",

@@ -68,6 +68,26 @@ const liveRefusal = (projection: string, version: number, meanwhile: boolean): R
 });
 
 /**
+ * Why version `row` of `projection` cannot be dropped now (it is live, or its consumer group has
+ * members), or undefined. Shared by {@link dropVersion} and its dry run (dropVersionPlan.ts).
+ */
+export async function droppableRefusal(
+  admin: KafkaAdmin,
+  projection: string,
+  row: VersionRow,
+): Promise<Refusal | undefined> {
+  if (row.state === "live") return liveRefusal(projection, row.version, false);
+  const described = await admin.describeGroup(row.groupId);
+  const active = groupActiveMessage(
+    row.groupId,
+    described.state,
+    described.members,
+    `drop version ${row.version}`,
+  );
+  return active === undefined ? undefined : { kind: "refused", reason: "GROUP_ACTIVE", message: active };
+}
+
+/**
  * Drops version `version` of `projection`: its group in Kafka, then its state in PostgreSQL.
  * Running it again after a crash between the two finishes the job.
  * @throws ReplayableError CONFIG_INVALID for a version that does not exist or was dropped already;
@@ -81,15 +101,8 @@ export async function dropVersion(
   version: number,
 ): Promise<DropOutcome> {
   const { row } = await resolveVersion(pool, projection, version);
-  if (row.state === "live") return liveRefusal(projection.name, version, false);
-  const described = await admin.describeGroup(row.groupId);
-  const active = groupActiveMessage(
-    row.groupId,
-    described.state,
-    described.members,
-    `drop version ${version}`,
-  );
-  if (active !== undefined) return { kind: "refused", reason: "GROUP_ACTIVE", message: active };
+  const refusal = await droppableRefusal(admin, projection.name, row);
+  if (refusal !== undefined) return refusal;
   const key = versionKey(projection.name, version);
   const locked = await withExclusiveProjectionLock(pool, key, async (client) => {
     const now = (await selectVersions(client, projection.name)).find((r) => r.version === version);

@@ -12,8 +12,9 @@ import { selectVersions } from "../sql/projectionVersions.js";
 import { compareVersions, type VersionComparison } from "./compareVersions.js";
 import { operator } from "./operator.js";
 import { resolveVersion } from "./resolveVersion.js";
-import { swapVersions } from "./swapVersions.js";
+import { swapOrRefuse } from "./swapOrRefuse.js";
 import { versionKey, versionSchema } from "./versionNames.js";
+import { lagTopics } from "./lagTopics.js";
 import { versionLag, type VersionPartitionLag } from "./versionLag.js";
 
 /** Inputs of {@link promote}. */
@@ -22,7 +23,10 @@ export interface PromoteOptions {
   readonly pool: pg.Pool;
   readonly projection: Projection<unknown>;
   readonly version: number;
-  /** Topics to measure the lag on; empty: the version's own (see versionLag). */
+  /**
+   * Topics to measure the lag on besides those the live and the promoted version's groups consume
+   * (see lagTopics: a list that misses one never narrows the check); empty: those only.
+   */
   readonly topics: readonly string[];
   /** The largest lag allowed on any partition (0: caught up). */
   readonly maxLag: bigint;
@@ -36,7 +40,7 @@ export interface PromoteOptions {
 
 /** Why a promote or rollback is refused; nothing changed. */
 export type VersionRefusalReason =
-  "NOT_SHADOW" | "LAGGING" | "DIFFERENT" | "POSITIONS_DIFFER" | "NO_RETIRED_VERSION";
+  "NOT_SHADOW" | "LAGGING" | "DIFFERENT" | "POSITIONS_DIFFER" | "NO_RETIRED_VERSION" | "LOCK_TIMEOUT";
 
 /** How a promote or rollback ended. */
 export type SwapOutcome =
@@ -60,7 +64,8 @@ export type SwapOutcome =
 /**
  * Promotes shadow version `version` of `projection` when it is caught up and compares as asked.
  * @throws ReplayableError CONFIG_INVALID for an unknown version; DATABASE when the versions
- *   changed meanwhile; the PostgreSQL error 55P03 when a reader held a view past the lock timeout.
+ *   changed meanwhile. A reader holding a view past the lock timeout (55P03) is a `LOCK_TIMEOUT`
+ *   refusal ({@link swapOrRefuse}).
  */
 export async function promote(options: PromoteOptions): Promise<SwapOutcome> {
   const { pool, projection, version } = options;
@@ -72,7 +77,22 @@ export async function promote(options: PromoteOptions): Promise<SwapOutcome> {
       reason: "NOT_SHADOW",
       message: `version ${version} of ${projection.name} is ${target.row.state}, not a shadow: only a shadow is promoted (\`rollback\` makes a retired version live again)`,
     };
-  const lag = await versionLag(options.admin, pool, target.instance, target.row.groupId, options.topics);
+  const checked = await lagTopics(
+    options.admin,
+    pool,
+    options.topics,
+    [live.row.groupId, target.row.groupId],
+    target.instance.name,
+  );
+  const lag = await versionLag(
+    options.admin,
+    pool,
+    target.instance,
+    target.row.groupId,
+    checked.topics,
+    checked.label,
+  );
+  const topics = [...new Set(lag.map((p) => p.topic))];
   const behind = lag.filter((p) => BigInt(p.lag) > options.maxLag);
   if (behind.length > 0)
     return { kind: "refused", reason: "LAGGING", message: laggingMessage(options, behind), lag };
@@ -83,27 +103,24 @@ export async function promote(options: PromoteOptions): Promise<SwapOutcome> {
   const comparison = await compareVersions(pool, side(live.row.version), side(version), options.waitMs);
   const refusal = comparisonRefusal(options, live.row.version, comparison);
   if (refusal !== undefined) return { ...refusal, lag, comparison };
-  const client = await pool.connect();
-  try {
-    const { auditId, views } = await swapVersions(client, {
-      projection: projection.name,
-      from: live.row.version,
-      to: version,
-      toState: "shadow",
-      fromBecomes: "retired",
-      lockTimeoutMs: options.lockTimeoutMs,
-      audit: {
-        action: "promote",
-        ...operator(),
-        forced: options.allowDifferent && comparison.tables.some((t) => !t.equal),
-        offsets: { lag, live: comparison.liveCheckpoints, promoted: comparison.candidateCheckpoints },
-        checksums: comparison.tables,
-      },
-    });
-    return { kind: "switched", from: live.row.version, to: version, auditId, views, lag, comparison };
-  } finally {
-    client.release();
-  }
+  const swap = await swapOrRefuse(pool, {
+    projection: projection.name,
+    from: live.row.version,
+    to: version,
+    toState: "shadow",
+    fromBecomes: "retired",
+    lockTimeoutMs: options.lockTimeoutMs,
+    audit: {
+      action: "promote",
+      ...operator(),
+      forced: options.allowDifferent && comparison.tables.some((t) => !t.equal),
+      offsets: { topics, lag, live: comparison.liveCheckpoints, promoted: comparison.candidateCheckpoints },
+      checksums: comparison.tables,
+    },
+  });
+  if (swap.kind === "refused") return { ...swap, lag, comparison };
+  const { auditId, views } = swap;
+  return { kind: "switched", from: live.row.version, to: version, auditId, views, lag, comparison };
 }
 
 function laggingMessage(options: PromoteOptions, behind: readonly VersionPartitionLag[]): string {
@@ -182,29 +199,26 @@ export async function rollback(options: RollbackOptions): Promise<SwapOutcome> {
     schema: versionSchema(projection.name, v),
   });
   const comparison = await compareVersions(pool, side(live.row.version), side(retired.version), 0);
-  const client = await pool.connect();
-  try {
-    const { auditId, views } = await swapVersions(client, {
-      projection: projection.name,
-      from: live.row.version,
-      to: retired.version,
-      toState: "retired",
-      fromBecomes: "shadow",
-      lockTimeoutMs: options.lockTimeoutMs,
-      audit: {
-        action: "rollback",
-        ...operator(),
-        forced: false,
-        offsets: {
-          live: liveLag,
-          restored: lag,
-          snapshot: { live: comparison.liveCheckpoints, restored: comparison.candidateCheckpoints },
-        },
-        checksums: comparison.tables,
+  const swap = await swapOrRefuse(pool, {
+    projection: projection.name,
+    from: live.row.version,
+    to: retired.version,
+    toState: "retired",
+    fromBecomes: "shadow",
+    lockTimeoutMs: options.lockTimeoutMs,
+    audit: {
+      action: "rollback",
+      ...operator(),
+      forced: false,
+      offsets: {
+        live: liveLag,
+        restored: lag,
+        snapshot: { live: comparison.liveCheckpoints, restored: comparison.candidateCheckpoints },
       },
-    });
-    return { kind: "switched", from: live.row.version, to: retired.version, auditId, views, lag, comparison };
-  } finally {
-    client.release();
-  }
+      checksums: comparison.tables,
+    },
+  });
+  if (swap.kind === "refused") return { ...swap, lag, comparison };
+  const { auditId, views } = swap;
+  return { kind: "switched", from: live.row.version, to: retired.version, auditId, views, lag, comparison };
 }

@@ -22,7 +22,8 @@ export interface VersionPartitionLag {
 
 /**
  * The lag of `instance` (a version's engine projection) on every partition of its topics: `topics`,
- * else its group's committed and its checkpointed topics, else its default topics.
+ * else its group's committed and its checkpointed topics, else its default topics. `topicSource`
+ * names where `topics` came from in the error about a missing one (default: --topic).
  * @throws ReplayableError CONFIG_INVALID for a topic that does not exist.
  */
 export async function versionLag(
@@ -31,13 +32,14 @@ export async function versionLag(
   instance: Pick<Projection<unknown>, "name" | "defaultTopics">,
   groupId: string,
   topics: readonly string[],
+  topicSource?: string,
 ): Promise<VersionPartitionLag[]> {
   const resolved = await resolveProjectionTopics(admin, db, instance, groupId, topics);
   const states = await readPartitionStates(admin, db, {
     groupId,
     projection: instance.name,
     scope: { topics: resolved.topics.map((topic) => ({ topic })) },
-    topicSource: resolved.label,
+    topicSource: resolved.source === "named" ? (topicSource ?? resolved.label) : resolved.label,
   });
   return states.map((s) => {
     const from = s.checkpoint ?? s.logStartOffset;

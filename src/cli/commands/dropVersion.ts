@@ -1,11 +1,12 @@
 /**
  * `replayable drop-version --projection P --version N`: remove a version that is not live: its
  * consumer group in Kafka, then its schema, migrations table and dedupe state (docs/design.md
- * "Blue/green versions").
+ * "Blue/green versions"). A dry run unless `--execute`, like `replay`, `rebuild` and `prune`.
  */
 import { Command } from "commander";
 import { createPool } from "../../db/pool.js";
-import { dropVersion } from "../../versions/dropVersion.js";
+import { dropVersion, type DropOutcome } from "../../versions/dropVersion.js";
+import { planDropVersion, type DropPlan } from "../../versions/dropVersionPlan.js";
 import { resolveVersion } from "../../versions/resolveVersion.js";
 import {
   action,
@@ -22,6 +23,7 @@ import { versionOption, versionedProjection } from "../versionCommand.js";
 interface DropFlags extends ConnectionFlags {
   projection?: string;
   version: string;
+  execute?: boolean;
   output: "table" | "json";
 }
 
@@ -29,15 +31,39 @@ interface DropFlags extends ConnectionFlags {
 export function dropVersionCommand(): Command {
   return withConnectionOptions(new Command("drop-version"))
     .description(
-      "remove a version of a versioned projection that is not live: its consumer group, then its schema and its dedupe state (checkpoints, event ids, dead letters); run it again to finish one that was interrupted",
+      "remove a version of a versioned projection that is not live: its consumer group, then its schema and its dedupe state (checkpoints, event ids, dead letters); a dry run unless --execute; run it again to finish one that was interrupted",
     )
     .option("--projection <name>", "the versioned projection (env REPLAYABLE_PROJECTION)")
     .requiredOption("--version <n>", "the version to drop (refused for the live one)")
+    .option("--execute", "drop it (default: only print what it would delete)")
     .addOption(outputOption())
     .action(action(dropAction));
 }
 
-/** Drops the version and prints what was removed. */
+/** The dry run's report: what `--execute` would delete. */
+function planText(projection: string, p: DropPlan): string {
+  const tables =
+    p.tables.length === 0
+      ? " (no tables)"
+      : `: ${p.tables.map((t) => `table ${t.table} (${t.rows} rows)`).join(", ")}`;
+  const d = p.dedupe;
+  return [
+    `Dry run: would drop version ${p.version} (${p.state}) of projection ${projection}:`,
+    `  consumer group ${p.group.groupId} (committed offsets on ${p.group.committedPartitions} partitions)`,
+    `  schema ${p.schema}${tables}`,
+    `  migrations table replayable.${p.migrationsTable}`,
+    `  dedupe state: ${d.checkpoints} checkpoints, ${d.eventIds} event ids, ${d.deadLetters} dead letters`,
+    `Nothing changed: run it again with --execute to drop it.`,
+    "",
+  ].join("\n");
+}
+
+function droppedText(projection: string, o: Extract<DropOutcome, { kind: "dropped" }>): string {
+  const d = o.deleted;
+  return `Dropped version ${o.version} of projection ${projection}: consumer group ${o.group.groupId} (${o.group.deletion === "deleted" ? "deleted" : "already gone"}), schema ${o.schema} and its dedupe state (${d.checkpoints} checkpoints, ${d.eventIds} event ids, ${d.deadLetters} dead letters) (audit row ${o.auditId})\n`;
+}
+
+/** Drops the version (with --execute; else prints what it would drop) and prints what was removed. */
 async function dropAction(flags: DropFlags): Promise<void> {
   const setup = await configFrom(flags, { REPLAYABLE_PROJECTION: flags.projection });
   const { config } = setup;
@@ -51,15 +77,19 @@ async function dropAction(flags: DropFlags): Promise<void> {
       groupOperation: "Delete",
     });
     try {
-      const outcome = await dropVersion(admin, pool, projection, version);
+      const outcome =
+        flags.execute === true
+          ? await dropVersion(admin, pool, projection, version)
+          : await planDropVersion(admin, pool, projection, version);
       if (flags.output === "json") printJson(outcome);
       if (outcome.kind === "refused") {
         process.stderr.write(`replayable: drop-version refused, nothing changed: ${outcome.message}\n`);
         process.exitCode = 1;
       } else if (flags.output !== "json") {
-        const d = outcome.deleted;
         process.stdout.write(
-          `Dropped version ${outcome.version} of projection ${projection.name}: consumer group ${outcome.group.groupId} (${outcome.group.deletion === "deleted" ? "deleted" : "already gone"}), schema ${outcome.schema} and its dedupe state (${d.checkpoints} checkpoints, ${d.eventIds} event ids, ${d.deadLetters} dead letters) (audit row ${outcome.auditId})\n`,
+          outcome.kind === "plan"
+            ? planText(projection.name, outcome)
+            : droppedText(projection.name, outcome),
         );
       }
     } finally {

@@ -38,7 +38,10 @@ export function promoteCommand(): Command {
     )
     .option("--projection <name>", "the versioned projection (env REPLAYABLE_PROJECTION)")
     .requiredOption("--version <n>", "the shadow version to promote")
-    .option("--topic <topic...>", "topics to measure its lag on (default: its own)")
+    .option(
+      "--topic <topic...>",
+      "more topics to measure its lag on, besides every topic either version's group has committed offsets for (never fewer)",
+    )
     .option("--max-lag <records>", "the largest lag allowed on any partition", "0")
     .option("--allow-different", "promote even though its tables differ from the live version's (printed)")
     .option(

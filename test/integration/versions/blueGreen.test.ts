@@ -175,15 +175,15 @@ describe("blue/green rebuild", () => {
     ]);
     expect(await stableTotals(db, name)).toEqual({ sales: "50", cents: centsOf(50) });
 
-    const dropLive = await cli(["drop-version", "--projection", name, "--version", "1"]);
+    const dropLive = await cli(["drop-version", "--projection", name, "--version", "1", "--execute"]);
     expect(dropLive.code).toBe(1);
     expect(dropLive.stderr).toContain(`version 1 is the live version of ${name}`);
-    const dropRunning = await cli(["drop-version", "--projection", name, "--version", "2"]);
+    const dropRunning = await cli(["drop-version", "--projection", name, "--version", "2", "--execute"]);
     expect(dropRunning.code).toBe(1);
     expect(dropRunning.stderr).toContain("drop-version refused, nothing changed");
 
     await stop(shadow, `${name}-v2`);
-    const dropped = await cli(["drop-version", "--projection", name, "--version", "2"]);
+    const dropped = await cli(["drop-version", "--projection", name, "--version", "2", "--execute"]);
     expect(dropped.code, dropped.stderr).toBe(0);
     expect(dropped.stdout).toContain(
       `Dropped version 2 of projection ${name}: consumer group ${name}-v2 (deleted), schema ${name}_v2`,

@@ -241,7 +241,7 @@ describe("operator commands on versions", () => {
     expect(notVersioned.code).toBe(2);
     expect(notVersioned.stderr).toContain("--version: projection ledger is not versioned");
 
-    const dropped = await cli(["drop-version", "--projection", name, "--version", "2"]);
+    const dropped = await cli(["drop-version", "--projection", name, "--version", "2", "--execute"]);
     expect(dropped.code, dropped.stderr).toBe(0);
     const gone = await cli(["dead-letters", "list", "--projection", name, "--version", "2"]);
     expect(gone.code).toBe(2);
@@ -261,7 +261,7 @@ describe("operator commands on versions", () => {
     );
     expect(sum(checkpoints.rows, "nextOffset")).toBe(21);
 
-    const drop = ["drop-version", "--projection", name, "--version", "2"];
+    const drop = ["drop-version", "--projection", name, "--version", "2", "--execute"];
     const crashed = await cli(drop, { REPLAYABLE_FAILPOINTS: "drop-version-group-deleted=kill" });
     expect(crashed.code).not.toBe(0);
     expect(crashed.stderr).toContain("failpoint drop-version-group-deleted: SIGKILL");
@@ -377,7 +377,7 @@ describe("operator commands on versions", () => {
     // Every audit row says who and when; drop the group's last committed offsets.
     await waitForCaughtUp(admin, `${name}-v2`, topic);
     await stop(shadow, `${name}-v2`);
-    const dropped = await cli(["drop-version", "--projection", name, "--version", "2"]);
+    const dropped = await cli(["drop-version", "--projection", name, "--version", "2", "--execute"]);
     expect(dropped.code, dropped.stderr).toBe(0);
     expect(dropped.stdout).toContain(`consumer group ${name}-v2 (deleted)`);
     expect(await admin.groupCommittedOffsets(`${name}-v2`)).toEqual([]);
