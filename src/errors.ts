@@ -25,6 +25,7 @@ export const ERROR_CODES = [
   "HISTORY_DELETED",
   "NOT_FOUND",
   "SHUTDOWN_TIMEOUT",
+  "VERSION_MIGRATIONS_DIFFER",
 ] as const;
 
 /** One of {@link ERROR_CODES}. */

@@ -322,9 +322,13 @@ const EXIT_2_CODES: ReadonlySet<string> = new Set([
   "CONFIG_INVALID",
   "KAFKA_AUTHENTICATION",
   "KAFKA_AUTHORIZATION",
+  "VERSION_MIGRATIONS_DIFFER",
 ]);
 
-/** The exit code for `error`: 2 for a configuration, login, TLS or ACL problem, 1 otherwise. */
+/**
+ * The exit code for `error`: 2 for a configuration, login, TLS or ACL problem, or a version whose
+ * migrations are not the code's; 1 otherwise.
+ */
 export function exitCodeOf(error: unknown): number {
   return error instanceof ReplayableError && EXIT_2_CODES.has(error.code) ? 2 : 1;
 }

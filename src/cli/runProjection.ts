@@ -14,6 +14,7 @@ import { createMetrics, type Metrics } from "../metrics/metrics.js";
 import type { Projection } from "../projection.js";
 import type { RegisteredProjection } from "../projections/registry.js";
 import { resolveVersion } from "../versions/resolveVersion.js";
+import { checkVersionMigrations } from "../versions/versionMigrations.js";
 import type { VersionedInstance } from "../versions/versionNames.js";
 import { exitCodeOf, printError, reportedError, type CliSetup } from "./common.js";
 import { onShutdownSignals } from "./signals.js";
@@ -41,7 +42,8 @@ export interface RunTarget {
  * the exit, src/cli/signals.ts); a failed run prints its error and sets the process's exit code
  * ({@link exitCodeOf}).
  * @throws ReplayableError for a bad web config file, an unreachable PostgreSQL (naming
- *   DATABASE_URL), a `--group` that is not the version's (CONFIG_INVALID) or a failed start (Kafka
+ *   DATABASE_URL), a `--group` that is not the version's (CONFIG_INVALID), a version whose migrations
+ *   are not the code's (VERSION_MIGRATIONS_DIFFER) or a failed start (Kafka
  *   unreachable, access denied).
  */
 export async function runProjection(target: RunTarget): Promise<void> {
@@ -102,6 +104,8 @@ function metricsFor(projection: Projection<unknown>): Metrics {
 /**
  * The config and projection the member runs: as given for a plain projection; for a versioned one,
  * the version's engine instance (dedupe key `<name>@v<N>`, search_path `<name>_v<N>`) and group.
+ * @throws ReplayableError VERSION_MIGRATIONS_DIFFER when the version's schema lacks migrations of
+ *   the code's folder or has some it does not declare (src/versions/versionMigrations.ts).
  */
 async function versionToRun(
   config: Config,
@@ -113,6 +117,8 @@ async function versionToRun(
   try {
     const resolved = await resolveVersion(pool, projection, target.version);
     checkGroupOfVersion(projection.name, resolved.row, target.group);
+    // Before any record is read: the code must be the code the version's schema was made for.
+    await checkVersionMigrations(pool, projection, resolved.row.version);
     return { config: { ...config, groupId: resolved.row.groupId }, projection: resolved.instance };
   } finally {
     await pool.end();

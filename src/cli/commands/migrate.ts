@@ -10,6 +10,9 @@ import { migrate, type MigrateOptions } from "../../db/migrate.js";
 import { checkDatabase } from "../../db/startupCheck.js";
 import { ReplayableError } from "../../errors.js";
 import type { RegisteredProjection } from "../../projections/registry.js";
+import { selectVersions } from "../../sql/projectionVersions.js";
+import { describeApplied } from "../../versions/migrationDrift.js";
+import { versionMigrationDrift } from "../../versions/versionMigrations.js";
 import {
   action,
   cliLogger,
@@ -87,7 +90,11 @@ export function migrateCommand(): Command {
     .action(action(migrateAction));
 }
 
-/** Applies the pending migrations of replayable and the chosen projections, then checks their tables. */
+/**
+ * Applies the pending migrations of replayable and the chosen projections, then checks their
+ * tables; a versioned projection whose live version lacks the code's migrations is named with the
+ * fix instead of listed as migrated (exit code 0: other projections may have been migrated).
+ */
 async function migrateAction(flags: MigrateFlags): Promise<void> {
   // A valid config's tables are checked after migrating (migrateAndCheck): a zero-code sink's
   // table may be made by another projection's migration, which checking first would refuse.
@@ -103,7 +110,54 @@ async function migrateAction(flags: MigrateFlags): Promise<void> {
   await migrateAndCheck(config.databaseUrl, projections, setup.configFile, {
     groupId: flags.group === undefined ? undefined : config.groupId,
   });
-  const names = projections.map((p) => p.name);
+  const stale = await liveVersionsBehind(config.databaseUrl, projections);
+  const names = projections.map((p) => p.name).filter((n) => !stale.some((s) => s.name === n));
   log.info({ database: redactUrl(config.databaseUrl), projections: names }, "migrations applied");
   process.stdout.write(`migrations applied: replayable${names.length > 0 ? `, ${names.join(", ")}` : ""}\n`);
+  for (const { name, line } of stale) {
+    log.warn({ projection: name }, line);
+    process.stdout.write(`${line}\n`);
+  }
+}
+
+/**
+ * The versioned projections of `projections` whose live version's migrations are not the code's,
+ * each with the line telling the operator so: `migrate` never changes an existing version
+ * (docs/design.md "Blue/green versions"), so it must not imply it applied them.
+ */
+async function liveVersionsBehind(
+  databaseUrl: string,
+  projections: readonly RegisteredProjection[],
+): Promise<{ name: string; line: string }[]> {
+  const versioned = projections.filter((p) => p.versioned === true);
+  if (versioned.length === 0) return [];
+  const pool = createPool({ connectionString: databaseUrl, max: 1 });
+  try {
+    const out: { name: string; line: string }[] = [];
+    for (const projection of versioned) {
+      const live = (await selectVersions(pool, projection.name)).find((r) => r.state === "live");
+      if (live === undefined) continue;
+      const drift = await versionMigrationDrift(pool, projection, live.version);
+      const n = live.version;
+      const parts = [
+        ...(drift.missing.length > 0
+          ? [`version ${n} lacks migrations ${drift.missing.map((m) => m.tag).join(", ")}`]
+          : []),
+        ...(drift.unknown.length > 0
+          ? [
+              `version ${n} has migrations the code does not know: ${drift.unknown.map(describeApplied).join(", ")}`,
+            ]
+          : []),
+      ];
+      if (parts.length === 0) continue;
+      const fix =
+        drift.missing.length > 0
+          ? `migrate never changes an existing version: create a new version with rebuild --blue-green (replayable rebuild --projection ${projection.name} --blue-green --execute)`
+          : "migrate never changes an existing version: run the code this version was created with";
+      out.push({ name: projection.name, line: `projection ${projection.name}: ${parts.join("; ")}; ${fix}` });
+    }
+    return out;
+  } finally {
+    await pool.end();
+  }
 }
