@@ -199,7 +199,7 @@ describe("blue/green rebuild", () => {
     expect(left.rowCount).toBe(0);
     expect(await stableTotals(db, name)).toEqual({ sales: "50", cents: centsOf(50) });
     await stop(live, `${name}-v1`);
-  }, 300_000);
+  }, 600_000);
 
   it("a changed projection: promote is refused while its tables differ, allowed with --allow-different (the differing table printed)", async () => {
     const { db, name, topic, cli, run } = await setup(30);

@@ -187,5 +187,5 @@ describe.each(VARIANTS)("blue/green rebuild under load ($name code)", (variant) 
       const notes = await db.pool.query<{ note: string }>(`SELECT DISTINCT note FROM "${name}".totals`);
       expect(notes.rows).toEqual([{ note: "changed" }]);
     }
-  }, 300_000);
+  }, 600_000);
 });

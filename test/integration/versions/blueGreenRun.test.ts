@@ -149,7 +149,7 @@ describe("rebuild --blue-green --execute runs the new version", () => {
     const exit = await rebuild.exited;
     expect(exit.code, rebuild.stderr().slice(-2000)).toBe(0);
     expect(rebuild.stderr()).toContain('"msg":"consumer stopped"');
-  }, 240_000);
+  }, 600_000);
 
   it("--no-run and --metrics-port without --blue-green --execute are usage errors naming the flag (exit 2)", async () => {
     const result = await runCli(["rebuild", "--projection", "ledger", "--group", "g", "--no-run"]);

@@ -107,5 +107,5 @@ describe("a version whose migrations are not the code's", () => {
     own.signal("SIGTERM");
     expect((await own.exited).code).toBe(0);
     expect(await checkpoints(db, name, 1)).toBeGreaterThan(0);
-  }, 300_000);
+  }, 600_000);
 });
