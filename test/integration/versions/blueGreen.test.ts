@@ -6,20 +6,12 @@
  * views, `rollback` switches back, `drop-version` is refused for the live version and cleans up
  * another one.
  */
-import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { KafkaAdmin } from "../../../src/kafka/admin.js";
 import { produceRecords } from "../../../src/kafka/producer.js";
-import { runCli, scrapeMetric, startCliInTest, type CliProcess } from "../../helpers/process.js";
-import {
-  createTestDatabase,
-  testAdmin,
-  testKafka,
-  uniqueName,
-  waitFor,
-  waitForCaughtUp,
-  type TestDatabase,
-} from "../../helpers/stack.js";
-import { sales, tempFolder, writeVersionedConfig } from "../../helpers/versionedConfig.js";
+import { scrapeMetric, type CliProcess } from "../../helpers/process.js";
+import { testAdmin, testKafka, waitFor, waitForCaughtUp, type TestDatabase } from "../../helpers/stack.js";
+import { sales, versionedStack } from "../../helpers/versionedConfig.js";
 
 let admin: KafkaAdmin;
 beforeAll(async () => {
@@ -31,22 +23,7 @@ afterAll(async () => {
 
 /** A versioned projection in a config folder of its own, migrated, with `count` sales on a 2-partition topic. */
 async function setup(count: number) {
-  const dir = tempFolder();
-  const db = await createTestDatabase(false);
-  onTestFinished(() => db.drop());
-  const name = uniqueName("bg");
-  const topic = uniqueName("bg-topic");
-  writeVersionedConfig(dir, name, topic);
-  await admin.createTopic(topic, 2);
-  await produceRecords(testKafka(), topic, sales(count));
-  const env = { DATABASE_URL: db.url };
-  const cli = (args: string[], extra: Record<string, string> = {}) =>
-    runCli(args, { ...env, ...extra }, { cwd: dir });
-  const run = (args: string[], extra: Record<string, string> = {}) =>
-    startCliInTest(["run", ...args], { ...env, ...extra }, { cwd: dir });
-  const migrated = await cli(["migrate"]);
-  expect(migrated.code, migrated.stderr).toBe(0);
-  return { dir, db, name, topic, cli, run };
+  return versionedStack(admin, "bg", count);
 }
 
 async function states(db: TestDatabase, name: string): Promise<[number, string][]> {

@@ -9,17 +9,16 @@
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import type { KafkaAdmin } from "../../../src/kafka/admin.js";
 import { produceRecords } from "../../../src/kafka/producer.js";
-import { runCli, startCliInTest, type CliProcess } from "../../helpers/process.js";
+import { runCli, type CliProcess } from "../../helpers/process.js";
 import {
   createTestDatabase,
   testAdmin,
   testKafka,
-  uniqueName,
   waitFor,
   waitForCaughtUp,
   type TestDatabase,
 } from "../../helpers/stack.js";
-import { sales, tempFolder, writeVersionedConfig } from "../../helpers/versionedConfig.js";
+import { sales, versionedStack } from "../../helpers/versionedConfig.js";
 
 let admin: KafkaAdmin;
 beforeAll(async () => {
@@ -31,21 +30,7 @@ afterAll(async () => {
 
 /** A versioned projection in a config folder of its own, migrated, with `count` sales on a 2-partition topic. */
 async function setup(count: number, extraEnv: Record<string, string> = {}) {
-  const dir = tempFolder();
-  const db = await createTestDatabase(false);
-  onTestFinished(() => db.drop());
-  const name = uniqueName("bgo");
-  const topic = uniqueName("bgo-topic");
-  writeVersionedConfig(dir, name, topic);
-  await admin.createTopic(topic, 2);
-  await produceRecords(testKafka(), topic, sales(count));
-  const env = { DATABASE_URL: db.url, ...extraEnv };
-  const cli = (args: string[], extra: Record<string, string> = {}) =>
-    runCli(args, { ...env, ...extra }, { cwd: dir });
-  const run = (args: string[]) => startCliInTest(["run", ...args], env, { cwd: dir });
-  const migrated = await cli(["migrate"]);
-  expect(migrated.code, migrated.stderr).toBe(0);
-  return { db, name, topic, cli, run };
+  return versionedStack(admin, "bgo", count, extraEnv);
 }
 
 async function stop(member: CliProcess, group: string): Promise<void> {

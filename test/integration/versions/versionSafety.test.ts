@@ -4,13 +4,12 @@
  * lag on every topic the versions' groups consume; a lock timeout of promote or rollback is reported
  * as a refusal naming the view and `--lock-timeout-ms`; `drop-version` is a dry run until `--execute`.
  */
-import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import pg from "pg";
 import type { KafkaAdmin } from "../../../src/kafka/admin.js";
 import { produceRecords } from "../../../src/kafka/producer.js";
-import { runCli, startCliInTest, type CliProcess } from "../../helpers/process.js";
+import { type CliProcess } from "../../helpers/process.js";
 import {
-  createTestDatabase,
   testAdmin,
   testKafka,
   uniqueName,
@@ -18,7 +17,7 @@ import {
   waitForCaughtUp,
   type TestDatabase,
 } from "../../helpers/stack.js";
-import { sales, tempFolder, writeVersionedConfig } from "../../helpers/versionedConfig.js";
+import { sales, versionedStack } from "../../helpers/versionedConfig.js";
 
 let admin: KafkaAdmin;
 beforeAll(async () => {
@@ -30,19 +29,7 @@ afterAll(async () => {
 
 /** A versioned projection with `count` sales on a 2-partition topic; version 2 built next to the live 1. */
 async function twoVersions(count: number) {
-  const dir = tempFolder();
-  const db = await createTestDatabase(false);
-  onTestFinished(() => db.drop());
-  const name = uniqueName("bgs");
-  const topic = uniqueName("bgs-topic");
-  writeVersionedConfig(dir, name, topic);
-  await admin.createTopic(topic, 2);
-  await produceRecords(testKafka(), topic, sales(count));
-  const env = { DATABASE_URL: db.url };
-  const cli = (args: string[]) => runCli(args, env, { cwd: dir });
-  const run = (args: string[]) => startCliInTest(["run", ...args], env, { cwd: dir });
-  const migrated = await cli(["migrate"]);
-  expect(migrated.code, migrated.stderr).toBe(0);
+  const { db, name, topic, cli, run } = await versionedStack(admin, "bgs", count);
   const live = run([]);
   await waitForCaughtUp(admin, `${name}-v1`, topic);
   const created = await cli([
