@@ -4,12 +4,9 @@
  * time read from /proc/<pid>/stat (proc(5): utime and stime, fields 14 and 15, in clock ticks).
  * Works only when PostgreSQL runs on this machine; otherwise the total stays undefined.
  */
-import { readFileSync } from "node:fs";
 import pg from "pg";
 import { connectionConfig } from "../src/db/pool.js";
-
-/** Clock ticks per second of /proc/<pid>/stat (USER_HZ, 100 on Linux). */
-const TICKS_PER_SECOND = 100;
+import { cpuTicks, TICKS_PER_SECOND } from "./processCpu.js";
 
 /** Samples the CPU time of a database's server processes until stopped; keeps each process's last value. */
 export class PostgresCpuSampler {
@@ -58,18 +55,13 @@ export class PostgresCpuSampler {
       "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()",
     );
     for (const { pid } of r.rows) {
-      let stat: string;
-      try {
-        stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-      } catch {
+      const ticks = cpuTicks(pid);
+      if (ticks === undefined) {
         // Gone meanwhile, or PostgreSQL runs elsewhere: /proc has no such process.
         if (this.ticks.size === 0) this.readable = false;
         continue;
       }
       this.readable = true;
-      // Fields after the command name, which is in parentheses and may contain spaces.
-      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      const ticks = Number(fields[11]) + Number(fields[12]);
       if (ticks > (this.ticks.get(pid) ?? 0)) this.ticks.set(pid, ticks);
     }
   }

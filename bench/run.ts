@@ -30,6 +30,7 @@ import {
   meanRecordBytes,
   ownFetchBytesPerPartition,
 } from "./fetchSize.js";
+import { localBrokerPid, processCpuMs } from "./processCpu.js";
 import {
   RESULT_MARKER,
   SCENARIOS,
@@ -40,6 +41,7 @@ import {
 import {
   parseSizeList,
   produceBatchSize,
+  PRODUCER_BATCH_BYTES,
   shapeCount,
   shapeLabel,
   shapeSlug,
@@ -48,6 +50,7 @@ import {
 } from "./shapes.js";
 import {
   evaluateTargets,
+  perRecord,
   postgresCpuUsPerRecord,
   recordsPerSecond,
   type ScenarioState,
@@ -63,6 +66,7 @@ interface Flags {
   partitions: string;
   maxShapeMib: string;
   duplicateRate: string;
+  producerBatchBytes: string;
   seed: string;
   only?: string;
   keep: boolean;
@@ -77,6 +81,8 @@ interface Options {
   readonly naiveCount: number;
   readonly shapes: readonly Shape[];
   readonly maxShapeMiB: number;
+  /** --producer-batch-bytes: bytes of one partition's record batch the producer aims at. */
+  readonly producerBatchBytes: number;
   readonly duplicateRate: number;
   readonly seed: number;
   readonly only: readonly ScenarioName[];
@@ -142,6 +148,11 @@ const program = new Command("bench")
   .option("--partitions <list>", "partition counts of the topics", "6,24")
   .option("--max-shape-mib <n>", "at most this many MiB of values in one shape's topic (caps --count)", "256")
   .option("--duplicate-rate <r>", "fraction of re-sent records", "0.01")
+  .option(
+    "--producer-batch-bytes <n>",
+    "bytes of one partition's record batch the producer aims at (Java's batch.size default)",
+    String(PRODUCER_BATCH_BYTES),
+  )
   .option("--seed <n>", "seed of the ledger stream", "1")
   .option("--only <list>", `comma-separated subset of ${SCENARIOS.join(",")}`)
   .option("--keep", "keep the topics and the databases afterwards", false)
@@ -177,6 +188,7 @@ function parseOptions(flags: Flags): Options {
       parseSizeList("--partitions", flags.partitions),
     ),
     maxShapeMiB: positiveInt("--max-shape-mib", flags.maxShapeMib),
+    producerBatchBytes: positiveInt("--producer-batch-bytes", flags.producerBatchBytes),
     duplicateRate,
     seed: positiveInt("--seed", flags.seed),
     only: SCENARIOS.filter((s) => only.includes(s)),
@@ -304,7 +316,13 @@ async function runShape(ctx: RunContext, shape: Shape, first: boolean): Promise<
         `${label}: ${LABELS[scenario]}: running${spec.limit === undefined ? "" : ` on the first ${spec.limit} records`} ...`,
       );
       const profileDir = options.cpuProf ? join(ctx.resultsDir, "profiles", shapeSlug(shape)) : undefined;
-      const measurement = await runScenario(ctx.child, spec, profileDir, options.timeoutMs);
+      const brokerPid = localBrokerPid(join(import.meta.dirname, ".."));
+      const brokerBefore = processCpuMs(brokerPid);
+      const measured = await runScenario(ctx.child, spec, profileDir, options.timeoutMs);
+      const brokerAfter = processCpuMs(brokerPid);
+      const brokerCpuMs =
+        brokerBefore === undefined || brokerAfter === undefined ? null : brokerAfter - brokerBefore;
+      const measurement: ScenarioMeasurement = { ...measured, brokerCpuMs };
       const dedupe = target.databaseUrl === "" ? undefined : await dedupeState(target.databaseUrl, topic);
       states.set(scenario, { measurement, ...(dedupe === undefined ? {} : { dedupe }) });
       say(
@@ -330,9 +348,9 @@ const PRODUCE_ATTEMPTS = 3;
 
 /**
  * Produces `records` to a new topic `baseTopic` (pushed onto `created`), or reuses it when it exists
- * (--topic). The producer is not idempotent, so a request it retried after a partial failure (e.g.
- * NOT_LEADER_OR_FOLLOWER on a topic created a moment ago) may have written some records twice: then
- * the topic does not hold exactly the stream, and it is produced again to `<baseTopic>-<attempt>`.
+ * (--topic). The producer is idempotent (KIP-98), so a request it retried after a partial failure
+ * (e.g. NOT_LEADER_OR_FOLLOWER on a topic created a moment ago) is written once; should the topic
+ * still not hold exactly the stream, it is produced again to `<baseTopic>-<attempt>`.
  * @returns the topic and its high watermark per partition.
  * @throws Error when a reused topic, or the last attempt's, does not hold the stream.
  */
@@ -348,13 +366,16 @@ async function produceShape(
     const fresh = await ctx.admin.createTopic(topic, shape.partitions);
     if (fresh) {
       created.push(topic);
-      await produceRecords(ctx.kafka, topic, records, produceBatchSize(shape.valueBytes));
+      await produceRecords(ctx.kafka, topic, records, {
+        batchSize: produceBatchSize(shape.valueBytes, shape.partitions, ctx.options.producerBatchBytes),
+        idempotent: true,
+      });
     }
     try {
       return { topic, end: await checkTopic(ctx.admin, topic, records.length, shape.partitions) };
     } catch (error) {
       if (!fresh || attempt >= PRODUCE_ATTEMPTS) throw error;
-      say(`${(error as Error).message}: a producer retry wrote records twice; producing again`);
+      say(`${(error as Error).message}: producing again to a new topic`);
     }
   }
 }
@@ -424,6 +445,7 @@ function measurementRows(result: ShapeResult): Record<string, string | number>[]
     "peak RSS MB": mb(m.peakRssBytes),
     "Node CPU µs/rec": m.records > 0 ? ((m.cpuMs * 1000) / m.records).toFixed(1) : "-",
     "PG CPU µs/rec": postgresCpuUsPerRecord(m)?.toFixed(1) ?? "-",
+    "broker CPU µs/rec": perRecord(m, m.brokerCpuMs)?.toFixed(1) ?? "-",
   }));
 }
 
@@ -484,6 +506,7 @@ function settings(config: Config, options: Options): Record<string, unknown> {
       valueBytes: [...new Set(options.shapes.map((s) => s.valueBytes))],
       partitions: [...new Set(options.shapes.map((s) => s.partitions))],
       maxShapeMiB: options.maxShapeMiB,
+      producerBatchBytes: options.producerBatchBytes,
       duplicateRate: options.duplicateRate,
       seed: options.seed,
       only: options.only,

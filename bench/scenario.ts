@@ -65,6 +65,11 @@ export interface ScenarioMeasurement {
    * over the whole subprocess; null without a database or when PostgreSQL is not on this machine.
    */
   readonly postgresCpuMs: number | null;
+  /**
+   * CPU time of the local Kafka broker over the whole subprocess, ms, measured by bench/run.ts (not
+   * the subprocess); null when the broker is not this checkout's local one (bench/processCpu.ts).
+   */
+  readonly brokerCpuMs?: number | null;
   readonly batchP50Ms: number;
   readonly batchP99Ms: number;
   /** VmHWM of the subprocess (peak resident set size), bytes. */

@@ -57,9 +57,22 @@ export function shapeSlug(shape: Shape): string {
 export const PRODUCE_REQUEST_BYTES = 900_000;
 
 /**
- * Records per producer request for values of `valueBytes`: 2000, fewer for large values (each
- * record counted with 256 bytes of key, headers and framing on top of its value), at least 1.
+ * The bytes of one partition's record batch the benchmark's producer aims at by default: the Java
+ * producer's `batch.size` default (ProducerConfig, 16,384 bytes), so the topics hold record
+ * batches of the size most producers write. KafkaJS puts every record of one `send` for a partition
+ * into one record batch, so the records per `send` decide the batch size.
  */
-export function produceBatchSize(valueBytes: number): number {
-  return Math.max(1, Math.min(2000, Math.floor(PRODUCE_REQUEST_BYTES / (valueBytes + 256))));
+export const PRODUCER_BATCH_BYTES = 16_384;
+
+/**
+ * Records per producer request for values of `valueBytes` on `partitions` partitions: as many as
+ * make each partition's record batch about `batchBytes` on average (each record counted with 256
+ * bytes of key, headers and framing on top of its value), at most 2000 and within
+ * {@link PRODUCE_REQUEST_BYTES}, at least 1.
+ */
+export function produceBatchSize(valueBytes: number, partitions: number, batchBytes: number): number {
+  const recordBytes = valueBytes + 256;
+  const byBatch = Math.floor((partitions * batchBytes) / recordBytes);
+  const byRequest = Math.floor(PRODUCE_REQUEST_BYTES / recordBytes);
+  return Math.max(1, Math.min(2000, byBatch, byRequest));
 }

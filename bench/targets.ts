@@ -63,7 +63,12 @@ export function recordsPerSecond(m: ScenarioMeasurement): number {
 
 /** PostgreSQL CPU time per record, µs; undefined when it was not measured or nothing was read. */
 export function postgresCpuUsPerRecord(m: ScenarioMeasurement): number | undefined {
-  return m.postgresCpuMs === null || m.records === 0 ? undefined : (m.postgresCpuMs * 1000) / m.records;
+  return perRecord(m, m.postgresCpuMs);
+}
+
+/** `cpuMs` per record of `m`, µs; undefined when `cpuMs` is null or absent, or no record was read. */
+export function perRecord(m: ScenarioMeasurement, cpuMs: number | null | undefined): number | undefined {
+  return cpuMs === null || cpuMs === undefined || m.records === 0 ? undefined : (cpuMs * 1000) / m.records;
 }
 
 /** Checks every target and correctness check of one shape against what its scenarios measured. */

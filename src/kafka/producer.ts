@@ -10,21 +10,34 @@ export interface ProducerRecord {
   readonly partition?: number;
 }
 
+/** Options of {@link produceRecords}. */
+export interface ProduceOptions {
+  /** Records per producer request. Default 1000. */
+  readonly batchSize?: number;
+  /**
+   * The idempotent producer (KIP-98): the broker drops a request the producer retried after it
+   * had written it (e.g. after NOT_LEADER_OR_FOLLOWER on a topic created a moment ago), so the
+   * topic holds each record once. Default false: duplicates in the stream are the caller's
+   * choice, and `replayable produce` and the tests send what they were given, retries included.
+   */
+  readonly idempotent?: boolean;
+}
+
 /**
  * Sends `records` to `topic` in order, `batchSize` at a time, acks from all in-sync replicas.
- * The idempotent producer is off on purpose: duplicates in the stream are the caller's choice.
  * @returns how many records were sent.
  */
 export async function produceRecords(
   kafka: Kafka,
   topic: string,
   records: readonly ProducerRecord[],
-  batchSize = 1000,
+  options: ProduceOptions = {},
 ): Promise<number> {
+  const batchSize = options.batchSize ?? 1000;
   const producer = kafka.producer({
     createPartitioner: Partitioners.DefaultPartitioner,
     allowAutoTopicCreation: false,
-    idempotent: false,
+    idempotent: options.idempotent ?? false,
     maxInFlightRequests: 1,
     // A topic created a moment ago may not have its leaders in every broker's metadata yet
     // (UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition"): retry longer.

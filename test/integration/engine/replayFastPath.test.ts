@@ -27,7 +27,7 @@ const stack = useStack();
 
 /** Produces in sends of 10 records, so a fetch of REPLAYABLE_MAX_BATCH_BYTES=1024 holds a few records. */
 async function produceSmallBatches(topic: string, records: readonly ProducerRecord[]): Promise<void> {
-  await produceRecords(testKafka(), topic, records, 10);
+  await produceRecords(testKafka(), topic, records, { batchSize: 10 });
 }
 
 async function resetToEarliest(group: string, topic: string): Promise<void> {

@@ -3,6 +3,7 @@ import { ownFetchBytesPerPartition } from "../../../bench/fetchSize.js";
 import { percentile, type ScenarioMeasurement, type ScenarioName } from "../../../bench/scenario.js";
 import {
   PRODUCE_REQUEST_BYTES,
+  PRODUCER_BATCH_BYTES,
   parseSizeList,
   produceBatchSize,
   shapeCount,
@@ -185,9 +186,18 @@ describe("bench shapes", () => {
   });
 
   it("keeps a producer request under the broker's 1 MiB record batch for large values", () => {
-    expect(produceBatchSize(100)).toBe(2000);
-    expect(produceBatchSize(4096) * (4096 + 256)).toBeLessThanOrEqual(PRODUCE_REQUEST_BYTES);
-    expect(produceBatchSize(10 * 1024 * 1024)).toBe(1);
+    expect(produceBatchSize(100, 1, 10 * 1024 * 1024)).toBe(2000);
+    expect(produceBatchSize(4096, 1, 10 * 1024 * 1024) * (4096 + 256)).toBeLessThanOrEqual(
+      PRODUCE_REQUEST_BYTES,
+    );
+    expect(produceBatchSize(10 * 1024 * 1024, 1, 16_384)).toBe(1);
+  });
+
+  it("sizes a producer request so each partition's record batch is about batch.size", () => {
+    // 6 partitions x 16 KiB of 456-byte records: 215 records, about 36 per partition.
+    expect(produceBatchSize(200, 6, PRODUCER_BATCH_BYTES)).toBe(215);
+    expect(produceBatchSize(200, 24, PRODUCER_BATCH_BYTES)).toBe(862);
+    expect(produceBatchSize(4096, 6, PRODUCER_BATCH_BYTES)).toBe(22);
   });
 
   it("derives the raw scenario's fetch size from the member's memory plan", () => {
