@@ -9,8 +9,8 @@
  * - A member holds, per assigned partition, the batch being applied, with REPLAYABLE_PREFETCH one
  *   more fetched behind it, and one fetch in flight; and each transaction running (at most
  *   REPLAYABLE_PARTITIONS_CONCURRENTLY, at most one per partition) holds a copy of its records as
- *   statement parameters. So the budget is shared by
- *   `partitions × (held + 1) + min(partitions, concurrently)` fetch sizes.
+ *   statement parameters, of up to {@link transactionFetches} fetch sizes. So the budget is shared by
+ *   `partitions × (held + 1) + min(partitions, concurrently) × transactionFetches` fetch sizes.
  * - A fetch of F wire bytes costs F × (1 + {@link NODE_BYTES_PER_RECORD} / bytes per record) in
  *   Node: KafkaJS's message objects, the Buffer views of keys, values and headers, and the
  *   engine's records come on top of the response buffer the views share.
@@ -20,10 +20,12 @@
  *   whole even when it is larger than either limit (KIP-74), so a large record is never stuck.
  * - The fetch response is capped at the fetch size times the partitions (so it never binds before
  *   the per-partition size does) and at 50 MiB, Java's `fetch.max.bytes` default.
- * - A transaction applies a whole fetch (its bytes bound = the fetch size), unless that takes
- *   longer than {@link TRANSACTION_LATENCY_GOAL_MS} at the latency per record seen so far (never
- *   below {@link MIN_LATENCY_TRANSACTION_RECORDS} records for that reason), or holds
- *   more than REPLAYABLE_MAX_BATCH_RECORDS when the operator set it.
+ * - A transaction applies a whole fetch, and with more partitions than transaction slots the
+ *   partition's prefetched batch too when it arrived while the transaction waited for a slot
+ *   (partitionWorker.ts, "absorbs"): its bytes bound is {@link transactionFetches} fetch sizes. It
+ *   holds fewer records when they would take longer than {@link TRANSACTION_LATENCY_GOAL_MS} at the
+ *   latency per record seen so far (never below {@link MIN_LATENCY_TRANSACTION_RECORDS} records for
+ *   that reason), or more than REPLAYABLE_MAX_BATCH_RECORDS when the operator set it.
  */
 
 /** Java's `max.partition.fetch.bytes` default (ConsumerConfig), the largest fetch size per partition, bytes. */
@@ -98,7 +100,9 @@ export interface MemoryPlan {
 export function planMemory(input: MemoryPlanInput): MemoryPlan {
   const partitions = Math.max(1, input.assignedPartitions);
   const held = (input.prefetch ? 2 : 1) + 1;
-  const shares = partitions * held + Math.min(partitions, Math.max(1, input.concurrently));
+  const concurrently = Math.max(1, input.concurrently);
+  const perTransaction = transactionFetches(partitions, concurrently, input.prefetch);
+  const shares = partitions * held + Math.min(partitions, concurrently) * perTransaction;
   const bytesPerRecord = Math.max(1, input.observed?.bytesPerRecord ?? ASSUMED_BYTES_PER_RECORD);
   const nodeBytesPerWireByte = 1 + NODE_BYTES_PER_RECORD / bytesPerRecord;
   const fair = Math.floor(input.budgetBytes / (shares * nodeBytesPerWireByte));
@@ -119,6 +123,18 @@ export function planMemory(input: MemoryPlanInput): MemoryPlan {
     byLatency,
     input.caps.maxBatchRecords ?? Infinity,
   );
-  const transactionMaxBytes = Math.min(fetchBytesPerPartition, input.caps.maxBatchBytes ?? Infinity);
+  const transactionMaxBytes = Math.min(
+    fetchBytesPerPartition * perTransaction,
+    input.caps.maxBatchBytes ?? Infinity,
+  );
   return { fetchBytesPerPartition, fetchMaxBytes, transactionMaxRecords, transactionMaxBytes };
+}
+
+/**
+ * How many fetch sizes one transaction may hold: 2 when the partitions outnumber the transaction
+ * slots and REPLAYABLE_PREFETCH is on (a partition's transactions then wait for a slot while its
+ * next batch arrives, and one transaction applies both), else 1.
+ */
+export function transactionFetches(partitions: number, concurrently: number, prefetch: boolean): number {
+  return prefetch && partitions > concurrently ? 2 : 1;
 }

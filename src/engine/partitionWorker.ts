@@ -32,6 +32,13 @@
  * Orthogonal to the state: while the worker holds its lane's depth of batches (the one applied plus,
  * with REPLAYABLE_PREFETCH, one fetched behind it) it asks the feed to pause the partition, and
  * resumes it when a batch is done, so a slow partition never holds more and never stalls the others.
+ *
+ * A transaction that gets its slot takes the batches waiting behind it into itself (absorbs them),
+ * as long as the whole stays within the memory plan's transaction sizes: when a member has more
+ * partitions than slots, a partition's prefetched batch arrives while its transaction waits for a
+ * slot, and one transaction then applies both, which halves the per-transaction cost (BEGIN, the
+ * checkpoint lock and advance, COMMIT, the offset commit). An absorbed batch still counts in the
+ * lane; if the transaction fails, the absorbed batches go back to the front of the lane.
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
@@ -39,7 +46,7 @@ import { ReplayableError, errorMessage, type PgFailureKind, type RetryReason } f
 import { failpoint } from "../failpoints.js";
 import type { Feed, FetchedBatch } from "../feed.js";
 import { offsetDistance } from "../offsets.js";
-import type { KafkaRecord } from "../record.js";
+import { recordBytes, type KafkaRecord } from "../record.js";
 import type { TopicPartition } from "../topicPartition.js";
 import type { BatchResult } from "./applyBatch.js";
 import { CachedCheckpoint } from "./cachedCheckpoint.js";
@@ -82,6 +89,10 @@ export type Outcome =
       readonly kind: "applied";
       /** Everything up to `throughOffset` is applied: `result.nextOffset` is the offset to commit. */
       readonly throughOffset: string;
+      /** The transaction applied: the planned one, with the batches it absorbed. */
+      readonly transaction: PlannedTransaction;
+      /** The high watermark of the last batch it covers. */
+      readonly highWatermark: string;
       readonly result: BatchResult;
       readonly fastPath: boolean;
       readonly transactionMs: number | undefined;
@@ -151,6 +162,8 @@ export class PartitionWorker implements TopicPartition {
   private readonly waiting: FetchedBatch[] = [];
   /** The batch being applied. */
   private inFlight: FetchedBatch | undefined;
+  /** Batches the running transaction took from `waiting` (see the top of this file), oldest first. */
+  private absorbed: FetchedBatch[] = [];
   private running = false;
   private loop: Promise<void> = Promise.resolve();
   private failures = 0;
@@ -171,9 +184,9 @@ export class PartitionWorker implements TopicPartition {
     return this.current;
   }
 
-  /** Batches held: the one applied plus those waiting. */
+  /** Batches held: the one applied, those its transaction absorbed, and those waiting. */
   get held(): number {
-    return this.waiting.length + (this.inFlight === undefined ? 0 : 1);
+    return this.waiting.length + this.absorbed.length + (this.inFlight === undefined ? 0 : 1);
   }
 
   /** Resolves when the worker holds no batch (every transaction it started has settled). */
@@ -253,6 +266,7 @@ export class PartitionWorker implements TopicPartition {
         this.fail(error instanceof Error ? error : new Error(errorMessage(error)));
       } finally {
         this.inFlight = undefined;
+        this.absorbed = [];
         this.updateFetchPause();
       }
     }
@@ -279,7 +293,7 @@ export class PartitionWorker implements TopicPartition {
       const outcome = await this.attempt(batch, transaction, watermark);
       switch (outcome.kind) {
         case "applied":
-          await this.applied(batch, transaction, outcome, startedNs);
+          await this.applied(batch, outcome, startedNs);
           return outcome;
         case "retry":
           if (await this.waitOut(outcome)) continue;
@@ -308,29 +322,95 @@ export class PartitionWorker implements TopicPartition {
     const cached = this.checkpoint.covering(throughOffset, watermark.value);
     if (cached !== undefined) {
       const result = belowCheckpoint(transaction, cached);
-      return { kind: "applied", throughOffset, result, fastPath: true, transactionMs: undefined };
+      const { highWatermark } = batch;
+      return {
+        kind: "applied",
+        throughOffset,
+        transaction,
+        highWatermark,
+        result,
+        fastPath: true,
+        transactionMs: undefined,
+      };
     }
     const epoch = this.checkpoint.epoch;
     const generationEpoch = this.rebuildEpoch;
     try {
       const rebuildEpoch = await generationEpoch.value();
       if (!this.isCurrent(batch)) return ABANDONED;
-      const request = {
-        topic: this.topic,
-        partition: this.partition,
-        records: transaction.records ?? batch.records,
-        throughOffset,
-        highWatermark: watermark.value,
-        rebuildEpoch,
-        log: this.log,
-      };
-      const { result, durationMs } = await this.options.slots(() => this.options.runTransaction(request));
-      this.checkpoint.remember(result.checkpoint, epoch);
-      return { kind: "applied", throughOffset, result, fastPath: false, transactionMs: durationMs };
+      return await this.options.slots(async (): Promise<Outcome> => {
+        const whole = this.absorb(batch, transaction);
+        const request = {
+          topic: this.topic,
+          partition: this.partition,
+          records: whole.transaction.records ?? batch.records,
+          throughOffset: whole.transaction.throughOffset,
+          highWatermark: whole.highWatermark ?? watermark.value,
+          rebuildEpoch,
+          log: this.log,
+        };
+        const { result, durationMs } = await this.options.runTransaction(request);
+        this.checkpoint.remember(result.checkpoint, epoch);
+        return {
+          kind: "applied",
+          throughOffset: whole.transaction.throughOffset,
+          transaction: whole.transaction,
+          highWatermark: whole.highWatermark ?? batch.highWatermark,
+          result,
+          fastPath: false,
+          transactionMs: durationMs,
+        };
+      });
     } catch (error) {
+      this.restoreAbsorbed(batch);
       if (await this.rechecked(error, watermark)) return this.attempt(batch, transaction, watermark);
       return this.failed(error, transaction);
     }
+  }
+
+  /**
+   * Takes the batches waiting behind `batch` into `transaction`, its last, while the whole stays
+   * within the memory plan's transaction sizes (records and bytes). A batch waiting behind one that
+   * needs the database needs it too: its offsets are above the cached checkpoint.
+   * @returns the transaction to run, and the high watermark of the last batch taken (undefined: none).
+   */
+  private absorb(
+    batch: FetchedBatch,
+    transaction: PlannedTransaction,
+  ): { transaction: PlannedTransaction; highWatermark: string | undefined } {
+    const unchanged = { transaction, highWatermark: undefined };
+    if (transaction.throughOffset !== batch.throughOffset) return unchanged;
+    if (transaction.records === undefined && batch.size > 0) return unchanged;
+    const { maxRecords, maxBytes } = this.options.limits();
+    let records = transaction.records ?? [];
+    let { size, bytes, lastOffset, throughOffset } = transaction;
+    let highWatermark: string | undefined;
+    for (let next = this.waiting[0]; next !== undefined; next = this.waiting[0]) {
+      if (size + next.size > maxRecords) break;
+      const nextBytes = next.records.reduce((sum, r) => sum + recordBytes(r), 0);
+      if (bytes + nextBytes > maxBytes) break;
+      this.absorbed.push(this.waiting.shift()!);
+      records = records.concat(next.records);
+      size += next.size;
+      bytes += nextBytes;
+      if (next.size > 0) lastOffset = next.lastOffset;
+      throughOffset = next.throughOffset;
+      highWatermark = next.highWatermark;
+    }
+    if (highWatermark === undefined) return unchanged;
+    const { firstOffset } = transaction;
+    return {
+      transaction: { firstOffset, lastOffset, throughOffset, size, bytes, records },
+      highWatermark,
+    };
+  }
+
+  /** A failed transaction's absorbed batches go back to the front of the lane, if still current. */
+  private restoreAbsorbed(batch: FetchedBatch): void {
+    if (this.absorbed.length === 0) return;
+    if (this.isCurrent(batch)) this.waiting.unshift(...this.absorbed);
+    this.absorbed = [];
+    this.updateFetchPause();
   }
 
   /**
@@ -384,7 +464,6 @@ export class PartitionWorker implements TopicPartition {
    */
   private async applied(
     batch: FetchedBatch,
-    transaction: PlannedTransaction,
     outcome: Extract<Outcome, { kind: "applied" }>,
     startedNs: bigint,
   ): Promise<void> {
@@ -394,7 +473,7 @@ export class PartitionWorker implements TopicPartition {
       this.failures = 0;
     }
     await failpoint("after-db-commit");
-    const { result } = outcome;
+    const { result, transaction } = outcome;
     // Only these fields wait for the offset commit, never the batch or its records: the worker goes
     // on while commits are in flight (a replay skips batches faster than Kafka answers commits), and
     // a batch kept alive by its commit would be memory outside the budget (memoryPlan.ts).
@@ -405,7 +484,7 @@ export class PartitionWorker implements TopicPartition {
       lastOffset: transaction.lastOffset,
       records: transaction.size,
       bytes: transaction.bytes,
-      highWatermark: batch.highWatermark,
+      highWatermark: outcome.highWatermark,
       result,
       fastPath: outcome.fastPath,
       transactionMs: outcome.transactionMs,

@@ -73,7 +73,7 @@ it("every bad record is dead-lettered with its exact bytes, every good one appli
     kafka,
     topic,
     fixtures.map((r) => toProducerRecord(r, partitionOf.get(r.name)!)),
-    1,
+    { batchSize: 1 },
   );
   await produceRecords(kafka, topic, good.records.slice(300));
 

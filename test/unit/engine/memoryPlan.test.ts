@@ -14,6 +14,7 @@ import {
   TRANSACTION_LATENCY_GOAL_MS,
   MIN_LATENCY_TRANSACTION_RECORDS,
   planMemory,
+  transactionFetches,
   type MemoryPlanInput,
 } from "../../../src/engine/memoryPlan.js";
 import { MemoryBudget } from "../../../src/engine/memoryBudget.js";
@@ -45,9 +46,10 @@ describe("planMemory: the fetch size per partition", () => {
     const three = planMemory(input({ assignedPartitions: 3 })).fetchBytesPerPartition;
     const six = planMemory(input({ assignedPartitions: 6 })).fetchBytesPerPartition;
     expect(Math.abs(three - 2 * six)).toBeLessThanOrEqual(1024);
-    // Past REPLAYABLE_PARTITIONS_CONCURRENTLY only the held batches grow: 24 × 3 + 8 shares.
+    // Past REPLAYABLE_PARTITIONS_CONCURRENTLY only the held batches grow, and each of the 8
+    // transactions running may hold two fetches: 24 × 3 + 8 × 2 shares.
     const many = planMemory(input({ assignedPartitions: 24, budgetBytes: 64 * MiB })).fetchBytesPerPartition;
-    expect(many).toBe(Math.floor((64 * MiB) / (80 * (1 + NODE_BYTES_PER_RECORD / 700)) / 1024) * 1024);
+    expect(many).toBe(Math.floor((64 * MiB) / (88 * (1 + NODE_BYTES_PER_RECORD / 700)) / 1024) * 1024);
   });
 
   it("without prefetch holds one batch fewer per partition", () => {
@@ -110,6 +112,17 @@ describe("planMemory: the transaction size", () => {
     const plan = planMemory(input({ observed: { bytesPerRecord: 700, msPerRecord: 0.02 } }));
     expect(plan.transactionMaxBytes).toBe(plan.fetchBytesPerPartition);
     expect(plan.transactionMaxRecords).toBe(Math.floor(TRANSACTION_LATENCY_GOAL_MS / 0.02));
+  });
+
+  it("holds two fetches when the partitions outnumber the transaction slots (with prefetch), one otherwise", () => {
+    const many = planMemory(input({ assignedPartitions: 24 }));
+    expect(many.transactionMaxBytes).toBe(2 * many.fetchBytesPerPartition);
+    const noPrefetch = planMemory(input({ assignedPartitions: 24, prefetch: false }));
+    expect(noPrefetch.transactionMaxBytes).toBe(noPrefetch.fetchBytesPerPartition);
+    const few = planMemory(input({ assignedPartitions: 8 }));
+    expect(few.transactionMaxBytes).toBe(few.fetchBytesPerPartition);
+    expect(transactionFetches(9, 8, true)).toBe(2);
+    expect(transactionFetches(8, 8, true)).toBe(1);
   });
 
   it("is bounded by the latency goal at the time per record seen", () => {

@@ -171,6 +171,8 @@ function offsets(from: number, to: number, partition = 0): string[] {
 interface Setup {
   prefetch?: boolean;
   maxRecords?: number;
+  /** The member's transaction slots; default: every transaction gets one at once. */
+  slots?: <T>(run: () => Promise<T>) => Promise<T>;
   retryInitialMs?: number;
   currentHighWatermark?: () => Promise<string | undefined>;
   readRebuildEpoch?: () => Promise<string>;
@@ -199,7 +201,7 @@ async function setup(options: Setup = {}) {
     readRebuildEpoch: options.readRebuildEpoch ?? db.readRebuildEpoch,
     workers: {
       runTransaction: db.run,
-      slots: (run) => run(),
+      slots: options.slots ?? ((run) => run()),
       limits: () => ({ maxRecords: options.maxRecords ?? 100, maxBytes: 1_000_000 }),
       timing: { initialMs: options.retryInitialMs ?? 1, maxMs: options.retryInitialMs ?? 2 },
       prefetch: options.prefetch ?? false,
@@ -222,9 +224,9 @@ describe("PartitionWorker (through Member, with a fake feed and database)", () =
     db.next(gate);
     const g = feed.join([0]);
     feed.listener.fetched(batch(g, 0, 9));
+    await vi.waitFor(() => expect(db.requests).toHaveLength(1));
     feed.listener.fetched(batch(g, 10, 19));
     expect(feed.calls).toEqual(["pause 0"]);
-    await vi.waitFor(() => expect(db.requests).toHaveLength(1));
     gate.resolve();
     await vi.waitFor(() => expect(feed.committed()).toHaveLength(2));
     expect(feed.calls).toEqual(["pause 0", "commit 0@10 committed", "resume 0", "commit 0@20 committed"]);
@@ -253,8 +255,8 @@ describe("PartitionWorker (through Member, with a fake feed and database)", () =
     db.next(gate);
     const first = feed.join([0]);
     feed.listener.fetched(batch(first, 0, 9));
-    feed.listener.fetched(batch(first, 10, 19));
     await vi.waitFor(() => expect(db.requests).toHaveLength(1));
+    feed.listener.fetched(batch(first, 10, 19));
     const second = feed.join([0]);
     feed.listener.fetched(batch(first, 20, 29)); // in flight across the join
     // The waiting batch went with the join (the lane is no longer full); the late one was never held.
@@ -262,11 +264,12 @@ describe("PartitionWorker (through Member, with a fake feed and database)", () =
     gate.resolve();
     await vi.waitFor(() => expect(feed.committed()).toEqual(["commit 0@10 skipped_rebalanced"]));
     expect(db.requests).toHaveLength(1);
-    // The new generation fetches again from the committed offset (none: 0).
+    // The new generation fetches again from the committed offset (none: 0); both batches arrived
+    // before the first transaction got its slot, so one transaction applies them.
     feed.listener.fetched(batch(second, 0, 9));
     feed.listener.fetched(batch(second, 10, 19));
-    await vi.waitFor(() => expect(feed.committed()).toHaveLength(3));
-    expect(feed.committed().slice(1)).toEqual(["commit 0@10 committed", "commit 0@20 committed"]);
+    await vi.waitFor(() => expect(feed.committed()).toHaveLength(2));
+    expect(feed.committed().slice(1)).toEqual(["commit 0@20 committed"]);
     expect(db.applied).toEqual(offsets(0, 19));
   });
 
@@ -313,8 +316,8 @@ describe("PartitionWorker (through Member, with a fake feed and database)", () =
     db.next(gate);
     const g = feed.join([0]);
     feed.listener.fetched(batch(g, 0, 9));
-    feed.listener.fetched(batch(g, 10, 19));
     await vi.waitFor(() => expect(db.requests).toHaveLength(1));
+    feed.listener.fetched(batch(g, 10, 19));
     let stopped = false;
     const stopping = member.stop().then(() => (stopped = true));
     await Promise.resolve();
@@ -419,10 +422,67 @@ describe("PartitionWorker (through Member, with a fake feed and database)", () =
     const second = feed.join([0]);
     feed.listener.fetched(batch(second, 0, 9));
     feed.listener.fetched(batch(second, 10, 19));
-    await vi.waitFor(() => expect(feed.committed()).toHaveLength(3));
-    expect(feed.committed().slice(1)).toEqual(["commit 0@10 committed", "commit 0@20 committed"]);
+    await vi.waitFor(() => expect(feed.committed()).toHaveLength(2));
+    expect(feed.committed().slice(1)).toEqual(["commit 0@20 committed"]);
     expect(db.applied).toEqual([...offsets(0, 9), ...offsets(0, 19)]);
-    expect(db.requests.map((r) => r.rebuildEpoch)).toEqual(["0", "0", "1", "1"]);
+    expect(db.requests.map((r) => r.rebuildEpoch)).toEqual(["0", "0", "1"]);
     expect(db.epochReads).toEqual(["0", "1"]);
+  });
+
+  describe("a transaction that gets its slot takes the batches waiting behind it", () => {
+    /** One slot, closed until `open` resolves: the test decides when the first transaction starts. */
+    function closedSlot() {
+      const open = deferred();
+      const slots = async <T>(run: () => Promise<T>): Promise<T> => {
+        await open.promise;
+        return run();
+      };
+      return { open, slots };
+    }
+
+    it("applies them in one transaction through the last one's offsets, with one offset commit", async () => {
+      const { open, slots } = closedSlot();
+      const { feed, db, committed } = await setup({ prefetch: true, slots });
+      const g = feed.join([0]);
+      feed.listener.fetched(batch(g, 0, 9));
+      feed.listener.fetched(batch(g, 10, 19));
+      open.resolve();
+      await vi.waitFor(() => expect(feed.committed()).toEqual(["commit 0@20 committed"]));
+      expect(db.requests).toHaveLength(1);
+      expect(db.requests[0]!.throughOffset).toBe("19");
+      expect(db.requests[0]!.records.map((r) => r.offset)).toEqual(offsets(0, 19).map((o) => o.slice(2)));
+      expect(committed.map((e) => [e.firstOffset, e.lastOffset, e.records])).toEqual([["0", "19", 20]]);
+      // The absorbed batch counted in the lane until its transaction settled.
+      expect(feed.calls).toEqual(["pause 0", "commit 0@20 committed", "resume 0"]);
+    });
+
+    it("takes none that would pass the transaction's records", async () => {
+      const { open, slots } = closedSlot();
+      const { feed, db } = await setup({ prefetch: true, slots, maxRecords: 15 });
+      const g = feed.join([0]);
+      feed.listener.fetched(batch(g, 0, 9));
+      feed.listener.fetched(batch(g, 10, 19));
+      open.resolve();
+      await vi.waitFor(() => expect(feed.committed()).toHaveLength(2));
+      expect(db.requests.map((r) => r.throughOffset)).toEqual(["9", "19"]);
+      expect(db.applied).toEqual(offsets(0, 19));
+    });
+
+    it("puts them back when the transaction fails; the retry takes them again and applies each record once", async () => {
+      const { open, slots } = closedSlot();
+      const { feed, db, seen } = await setup({ prefetch: true, slots });
+      db.next(serializationFailure());
+      const g = feed.join([0]);
+      feed.listener.fetched(batch(g, 0, 9));
+      feed.listener.fetched(batch(g, 10, 19));
+      open.resolve();
+      await vi.waitFor(() => expect(feed.committed()).toEqual(["commit 0@20 committed"]));
+      expect(db.requests.map((r) => [r.records.length, r.throughOffset])).toEqual([
+        [20, "19"],
+        [20, "19"],
+      ]);
+      expect(seen).toEqual(["retried 1 from 0", "batchCommitted 19"]);
+      expect(db.applied).toEqual(offsets(0, 19));
+    });
   });
 });
