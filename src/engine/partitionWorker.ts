@@ -45,7 +45,7 @@ import type { Logger } from "pino";
 import { ReplayableError, errorMessage, type PgFailureKind, type RetryReason } from "../errors.js";
 import { failpoint } from "../failpoints.js";
 import type { Feed, FetchedBatch } from "../feed.js";
-import { offsetDistance } from "../offsets.js";
+import { compareOffsets, offsetDistance } from "../offsets.js";
 import { recordBytes, type KafkaRecord } from "../record.js";
 import type { TopicPartition } from "../topicPartition.js";
 import type { BatchResult } from "./applyBatch.js";
@@ -340,12 +340,16 @@ export class PartitionWorker implements TopicPartition {
       if (!this.isCurrent(batch)) return ABANDONED;
       return await this.options.slots(async (): Promise<Outcome> => {
         const whole = this.absorb(batch, transaction);
+        // The batch's watermark may have been rechecked with Kafka since it was fetched; an
+        // absorbed batch's, fetched later, may be higher still. The checkpoint is checked against
+        // the higher one.
+        const highWatermark = higherOffset(watermark.value, whole.highWatermark);
         const request = {
           topic: this.topic,
           partition: this.partition,
           records: whole.transaction.records ?? batch.records,
           throughOffset: whole.transaction.throughOffset,
-          highWatermark: whole.highWatermark ?? watermark.value,
+          highWatermark,
           rebuildEpoch,
           log: this.log,
         };
@@ -355,7 +359,7 @@ export class PartitionWorker implements TopicPartition {
           kind: "applied",
           throughOffset: whole.transaction.throughOffset,
           transaction: whole.transaction,
-          highWatermark: whole.highWatermark ?? batch.highWatermark,
+          highWatermark,
           result,
           fastPath: false,
           transactionMs: durationMs,
@@ -575,4 +579,9 @@ export class PartitionWorker implements TopicPartition {
     if (full) this.options.feed.pause(this);
     else this.options.feed.resume(this);
   }
+}
+
+/** The higher of two offsets (decimal strings); `b` absent: `a`. */
+function higherOffset(a: string, b: string | undefined): string {
+  return b === undefined || compareOffsets(a, b) >= 0 ? a : b;
 }

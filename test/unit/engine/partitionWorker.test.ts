@@ -484,5 +484,21 @@ describe("PartitionWorker (through Member, with a fake feed and database)", () =
       expect(seen).toEqual(["retried 1 from 0", "batchCommitted 19"]);
       expect(db.applied).toEqual(offsets(0, 19));
     });
+
+    it("checks the checkpoint against the high watermark Kafka gave on a recheck, not an absorbed batch's older one", async () => {
+      const { open, slots } = closedSlot();
+      const asked = vi.fn(() => Promise.resolve("2000"));
+      const { feed, db } = await setup({ prefetch: true, slots, currentHighWatermark: asked });
+      db.next(new ReplayableError("CHECKPOINT_AHEAD_OF_LOG", "checkpoint 1500 is above the high watermark"));
+      const g = feed.join([0]);
+      feed.listener.fetched(batch(g, 0, 9));
+      feed.listener.fetched(batch(g, 10, 19));
+      open.resolve();
+      await vi.waitFor(() => expect(feed.committed()).toEqual(["commit 0@20 committed"]));
+      expect(db.requests.map((r) => [r.throughOffset, r.highWatermark])).toEqual([
+        ["19", "1000"],
+        ["19", "2000"],
+      ]);
+    });
   });
 });
