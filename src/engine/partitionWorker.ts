@@ -297,6 +297,8 @@ export class PartitionWorker implements TopicPartition {
           return outcome;
         case "retry":
           if (await this.waitOut(outcome)) continue;
+          // The batch is no longer this worker's: the next batch's failures count from one.
+          this.failures = 0;
           return ABANDONED;
         case "stop":
           this.fail(outcome.error);
@@ -305,6 +307,7 @@ export class PartitionWorker implements TopicPartition {
           this.dropRebuiltGeneration(batch, outcome.error);
           return outcome;
         case "abandoned":
+          this.failures = 0;
           return outcome;
       }
     }
@@ -375,7 +378,11 @@ export class PartitionWorker implements TopicPartition {
   /**
    * Takes the batches waiting behind `batch` into `transaction`, its last, while the whole stays
    * within the memory plan's transaction sizes (records and bytes). A batch waiting behind one that
-   * needs the database needs it too: its offsets are above the cached checkpoint.
+   * needs the database needs it too: its offsets are above the cached checkpoint. Only batches of
+   * `batch`'s generation, and only while that generation is the worker's: after a rebalance that
+   * kept the partition, the lane holds the new generation's batches, fetched again from the
+   * committed offset, which may repeat `batch`'s records (the checkpoint, read once per
+   * transaction, would not tell the two copies apart).
    * @returns the transaction to run, and the high watermark of the last batch taken (undefined: none).
    */
   private absorb(
@@ -383,14 +390,14 @@ export class PartitionWorker implements TopicPartition {
     transaction: PlannedTransaction,
   ): { transaction: PlannedTransaction; highWatermark: string | undefined } {
     const unchanged = { transaction, highWatermark: undefined };
-    if (transaction.throughOffset !== batch.throughOffset) return unchanged;
+    if (!this.isCurrent(batch) || transaction.throughOffset !== batch.throughOffset) return unchanged;
     if (transaction.records === undefined && batch.size > 0) return unchanged;
     const { maxRecords, maxBytes } = this.options.limits();
     let records = transaction.records ?? [];
     let { size, bytes, lastOffset, throughOffset } = transaction;
     let highWatermark: string | undefined;
     for (let next = this.waiting[0]; next !== undefined; next = this.waiting[0]) {
-      if (size + next.size > maxRecords) break;
+      if (next.generation !== batch.generation || size + next.size > maxRecords) break;
       const nextBytes = next.records.reduce((sum, r) => sum + recordBytes(r), 0);
       if (bytes + nextBytes > maxBytes) break;
       this.absorbed.push(this.waiting.shift()!);
@@ -409,7 +416,11 @@ export class PartitionWorker implements TopicPartition {
     };
   }
 
-  /** A failed transaction's absorbed batches go back to the front of the lane, if still current. */
+  /**
+   * A failed transaction's absorbed batches go back to the front of the lane while their
+   * generation (`batch`'s, see {@link absorb}) is the worker's; otherwise they are dropped, as the
+   * batches waiting were when that generation ended.
+   */
   private restoreAbsorbed(batch: FetchedBatch): void {
     if (this.absorbed.length === 0) return;
     if (this.isCurrent(batch)) this.waiting.unshift(...this.absorbed);

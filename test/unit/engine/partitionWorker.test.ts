@@ -429,6 +429,20 @@ describe("PartitionWorker (through Member, with a fake feed and database)", () =
     expect(db.epochReads).toEqual(["0", "1"]);
   });
 
+  it("counts the failures of a new generation's batch from one, not on from an abandoned batch's", async () => {
+    const { feed, db, seen } = await setup({ retryInitialMs: 60_000 });
+    db.next(serializationFailure());
+    const first = feed.join([0]);
+    feed.listener.fetched(batch(first, 0, 9));
+    await vi.waitFor(() => expect(seen).toContain("retried 1 from 0"));
+    const second = feed.join([0]); // ends the back-off at once: the batch is abandoned
+    await vi.waitFor(() => expect(feed.calls.at(-1)).toBe("resume 0"));
+    db.next(serializationFailure());
+    feed.listener.fetched(batch(second, 0, 9));
+    await vi.waitFor(() => expect(seen.filter((e) => e.startsWith("retried"))).toHaveLength(2));
+    expect(seen.filter((e) => e.startsWith("retried"))).toEqual(["retried 1 from 0", "retried 1 from 0"]);
+  });
+
   describe("a transaction that gets its slot takes the batches waiting behind it", () => {
     /** One slot, closed until `open` resolves: the test decides when the first transaction starts. */
     function closedSlot() {
@@ -482,6 +496,36 @@ describe("PartitionWorker (through Member, with a fake feed and database)", () =
         [20, "19"],
       ]);
       expect(seen).toEqual(["retried 1 from 0", "batchCommitted 19"]);
+      expect(db.applied).toEqual(offsets(0, 19));
+    });
+
+    it("never takes a batch of a later generation into a transaction of an earlier one (a rebalance that kept the partition)", async () => {
+      const { open, slots } = closedSlot();
+      const { feed, db } = await setup({ prefetch: true, slots });
+      const first = feed.join([0]);
+      feed.listener.fetched(batch(first, 0, 9)); // waits for the slot across the rebalance
+      await vi.waitFor(() => expect(db.epochReads).toHaveLength(1));
+      const second = feed.join([0]);
+      feed.listener.fetched(batch(second, 0, 9)); // fetched again from the committed offset
+      open.resolve();
+      await vi.waitFor(() => expect(feed.committed()).toContain("commit 0@10 committed"));
+      expect(db.requests.map((r) => r.records.length)).toEqual([10, 10]);
+      expect(db.applied).toEqual(offsets(0, 9));
+      expect(feed.committed()).toEqual(["commit 0@10 skipped_rebalanced", "commit 0@10 committed"]);
+    });
+
+    it("loses no batch of a later generation when a transaction of an earlier one fails", async () => {
+      const { open, slots } = closedSlot();
+      const { feed, db } = await setup({ prefetch: true, slots });
+      db.next(serializationFailure());
+      const first = feed.join([0]);
+      feed.listener.fetched(batch(first, 0, 9));
+      await vi.waitFor(() => expect(db.epochReads).toHaveLength(1));
+      const second = feed.join([0]);
+      feed.listener.fetched(batch(second, 0, 9));
+      feed.listener.fetched(batch(second, 10, 19));
+      open.resolve();
+      await vi.waitFor(() => expect(feed.committed()).toContain("commit 0@20 committed"));
       expect(db.applied).toEqual(offsets(0, 19));
     });
 
