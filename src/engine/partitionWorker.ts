@@ -38,7 +38,8 @@
  * partitions than slots, a partition's prefetched batch arrives while its transaction waits for a
  * slot, and one transaction then applies both, which halves the per-transaction cost (BEGIN, the
  * checkpoint lock and advance, COMMIT, the offset commit). An absorbed batch still counts in the
- * lane; if the transaction fails, the absorbed batches go back to the front of the lane.
+ * lane; if the transaction fails, the absorbed batches go back to the front of the lane. Only
+ * batches of the transaction's own generation are absorbed, while it is the worker's (`absorb`).
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
