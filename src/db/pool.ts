@@ -23,7 +23,8 @@ pg.types.setTypeParser(20, (value: string) => value);
 
 /**
  * Creates a node-postgres pool. Errors of idle clients (a restarted server) are
- * passed to `onError` instead of crashing the process; the pool replaces the client.
+ * passed to `onError` instead of crashing the process; the pool replaces the client. A checked-out
+ * client's error never crashes the process either: its next query fails.
  * pg-pool sets `error.client` (the whole pg Client, with its prepared statements) on such an
  * error: it is made non-enumerable first, so a logger's error serializer, which copies the
  * enumerable fields, prints the error and not the client (any pino logger, not only ours).
@@ -38,6 +39,12 @@ export function createPool(options: PoolOptions, onError: (error: Error) => void
     connectionTimeoutMillis: options.connectionTimeoutMs ?? 10_000,
     application_name: options.applicationName ?? "replayable",
   });
+  // A connection can die while checked out and idle before its caller attaches an "error"
+  // listener: a new connection's ReadyForQuery and the server's FATAL (pg_terminate_backend, a
+  // restart) may come in one socket read, and pg-pool hands the client over (removing its idle
+  // listener) between the two messages. An "error" without a listener would crash the process; the
+  // error still reaches the caller, as the client is then not queryable and its next query fails.
+  pool.on("connect", (client) => client.on("error", ignoreCheckedOutClientError));
   pool.on("error", (error) => {
     if (Object.prototype.propertyIsEnumerable.call(error, "client"))
       Object.defineProperty(error, "client", { enumerable: false });
@@ -64,3 +71,6 @@ export function connectionConfig(url: string): pg.ClientConfig {
 export function drizzleOf(client: pg.Pool | pg.PoolClient): Db {
   return drizzle(client);
 }
+
+/** Listener kept on every client of a pool: see {@link createPool}. */
+function ignoreCheckedOutClientError(): void {}
