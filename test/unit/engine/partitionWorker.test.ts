@@ -5,6 +5,7 @@
  * The real KafkaJS feed and PostgreSQL transactions are covered by test/integration/engine/.
  */
 import { describe, expect, it, vi } from "vitest";
+import { notAscending } from "../../../src/engine/applyBatch.js";
 import { GenerationEpoch } from "../../../src/engine/generationEpoch.js";
 import { Member } from "../../../src/engine/member.js";
 import { MemberEvents, type MemberEventMap } from "../../../src/engine/memberEvents.js";
@@ -123,6 +124,9 @@ class FakeDatabase {
     const step = this.steps.shift() ?? "ok";
     if (step instanceof Error) throw step;
     if (step !== "ok") await step.promise;
+    // The real apply step's refusal, before BEGIN.
+    const refused = notAscending(request, request.throughOffset);
+    if (refused !== undefined) throw refused;
     if (BigInt(this.epoch) > BigInt(request.rebuildEpoch ?? "0"))
       throw new ReplayableError("PROJECTION_REBUILT", `rebuilt since epoch ${request.rebuildEpoch}`);
     const checkpoint = this.checkpoints.get(request.partition) ?? 0n;
@@ -612,6 +616,22 @@ describe("PartitionWorker (through Member, with a fake feed and database)", () =
         [5, 5, false],
       ]);
       expect(db.requests).toHaveLength(2);
+    });
+
+    it("stops the member, without a retry or an offset commit, when one fetched batch is itself not ascending", async () => {
+      const { feed, db, seen } = await setup({ retryInitialMs: 1 });
+      const g = feed.join([0]);
+      const twice = batch(g, 0, 9);
+      const records = [...twice.records, ...batch(g, 5, 9).records];
+      feed.listener.fetched({ ...twice, records, size: records.length });
+      await vi.waitFor(() => expect(seen).toHaveLength(1));
+      expect(seen[0]).toMatch(
+        /^fatal the records of t\/0 are not in ascending offset order: offset 5 follows 9/,
+      );
+      await new Promise((resolve) => setTimeout(resolve, 20)); // twenty back-offs' worth
+      expect(db.requests).toHaveLength(1);
+      expect(db.applied).toEqual([]);
+      expect(feed.committed()).toEqual([]);
     });
   });
 });
