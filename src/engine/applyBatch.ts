@@ -76,7 +76,10 @@ export interface ApplyBatchInput<T> {
  * Runs one dedupe-then-effect transaction on `client` (already checked out of the pool).
  * On any error the transaction is rolled back and the error rethrown: a transient one for the
  * caller to retry, `CHECKPOINT_AHEAD_OF_LOG` to stop the consumer, `PROJECTION_REBUILT` to drop the
- * batch's generation.
+ * batch's generation, `RECORDS_NOT_ASCENDING` (thrown before BEGIN) to stop the consumer.
+ * @throws ReplayableError RECORDS_NOT_ASCENDING when the records are not in strictly ascending
+ *   offset order, or `throughOffset` is below the last one's ({@link notAscending}); nothing is
+ *   applied, dead-lettered or checkpointed.
  * @throws ReplayableError CHECKPOINT_AHEAD_OF_LOG when the checkpoint is above the high watermark.
  * @throws ReplayableError PROJECTION_REBUILT when the projection was rebuilt after `rebuildEpoch`.
  * @throws the underlying database error (classify it with classifyPgError) for anything else.
@@ -85,11 +88,8 @@ export async function applyBatch<T>(input: ApplyBatchInput<T>): Promise<BatchRes
   const { client, records, log } = input;
   const last = input.throughOffset ?? records[records.length - 1]?.offset;
   if (last === undefined) throw new Error("applyBatch: no records and no throughOffset");
-  const lastRecord = records[records.length - 1];
-  if (lastRecord !== undefined && compareOffsets(last, lastRecord.offset) < 0)
-    throw new RangeError(
-      `applyBatch: throughOffset ${last} is below the last record's offset ${lastRecord.offset}`,
-    );
+  const refused = notAscending(input, last);
+  if (refused !== undefined) throw refused;
   return withTransaction(
     client,
     async () => {
@@ -146,6 +146,48 @@ async function inTransaction<T>(input: ApplyBatchInput<T>, last: string): Promis
     deadLettered,
     eventIdsRecorded: result.eventIdsRecorded,
   };
+}
+
+/**
+ * The refusal of records that are not in strictly ascending offset order, or of a `throughOffset`
+ * below the last record's offset; undefined when they ascend.
+ *
+ * The checkpoint is read once per transaction and filters the records below it (step 3): two
+ * copies of one offset in one transaction would both pass it and, with offset dedupe, both be
+ * applied; a step back would leave the checkpoint below records already applied. The worker never
+ * combines such records (it absorbs only a batch that starts after the transaction's last offset,
+ * partitionWorker.ts), and a feed hands them over in offset order (src/feed.ts), so this is a bug
+ * in the engine or the feed adapter, never bad data: the transaction is refused before BEGIN,
+ * nothing is applied, dead-lettered or checkpointed, and the error cannot be retried (the same
+ * records would be refused again), so the retry policy stops the member (`fatal`, exit 1) instead
+ * of looping. The offset is not committed: the partition is fetched again from its committed
+ * offset after the restart, where the checkpoint counts the records already applied as duplicates.
+ */
+export function notAscending(
+  input: Pick<ApplyBatchInput<unknown>, "topic" | "partition" | "records">,
+  throughOffset: string,
+): ReplayableError | undefined {
+  const { topic, partition, records } = input;
+  let previous: bigint | undefined;
+  let index = 0;
+  for (const record of records) {
+    const offset = parseOffset(record.offset, "record offset");
+    if (previous !== undefined && offset <= previous)
+      return new ReplayableError(
+        "RECORDS_NOT_ASCENDING",
+        `the records of ${topic}/${partition} are not in ascending offset order: offset ${record.offset} follows ${previous} (record ${index} of ${records.length}); nothing applied`,
+        { context: { topic, partition, offset: record.offset, previousOffset: String(previous), index } },
+      );
+    previous = offset;
+    index += 1;
+  }
+  if (previous !== undefined && parseOffset(throughOffset, "throughOffset") < previous)
+    return new ReplayableError(
+      "RECORDS_NOT_ASCENDING",
+      `the transaction of ${topic}/${partition} ends at offset ${throughOffset}, below its last record's offset ${previous}; nothing applied`,
+      { context: { topic, partition, throughOffset, lastOffset: String(previous) } },
+    );
+  return undefined;
 }
 
 /**

@@ -17,11 +17,14 @@
  *   (`replayable_paused_partitions`, the "partition paused" log line).
  * - `revoked`: the partition was taken away, or the member stops: batches waiting are dropped, a
  *   back-off ends at once, and a transaction already running finishes and asks for its offset
- *   commit (which the feed skips after a rebalance; the checkpoint row lock fences the transaction).
+ *   commit (which the feed skips after a rebalance; the checkpoint row lock fences the transaction);
+ *   if it fails, it is not retried and the state stays `revoked`. Ownership is checked before every
+ *   attempt and before every back-off, so a failure never overwrites `revoked`.
  *   A batch left unapplied is fetched again by the partition's next owner, from the committed offset.
  * - `failed`: a failure no retry can fix; the member stops.
  * `assign(generation, epoch)` (a rebalance that kept the partition) drops the batches of older
- * generations and the cached checkpoint, and goes on with the batches of the new one.
+ * generations and the cached checkpoint, ends a back-off of an older generation's batch at once
+ * (a transaction of it that fails later is not retried), and goes on with the batches of the new one.
  *
  * Every transaction carries the rebuild epoch read for its batch's generation ({@link
  * GenerationEpoch}), and waits for it. A transaction refused with PROJECTION_REBUILT (the batch was
@@ -39,7 +42,8 @@
  * slot, and one transaction then applies both, which halves the per-transaction cost (BEGIN, the
  * checkpoint lock and advance, COMMIT, the offset commit). An absorbed batch still counts in the
  * lane; if the transaction fails, the absorbed batches go back to the front of the lane. Only
- * batches of the transaction's own generation are absorbed, while it is the worker's (`absorb`).
+ * batches of the transaction's own generation are absorbed, while it is the worker's, and only one
+ * that starts after the transaction's last offset (`absorb`: KafkaJS can repeat offsets).
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
@@ -297,7 +301,7 @@ export class PartitionWorker implements TopicPartition {
           await this.applied(batch, outcome, startedNs);
           return outcome;
         case "retry":
-          if (await this.waitOut(outcome)) continue;
+          if (await this.waitOut(batch, outcome)) continue;
           // The batch is no longer this worker's: the next batch's failures count from one.
           this.failures = 0;
           return ABANDONED;
@@ -383,7 +387,13 @@ export class PartitionWorker implements TopicPartition {
    * `batch`'s generation, and only while that generation is the worker's: after a rebalance that
    * kept the partition, the lane holds the new generation's batches, fetched again from the
    * committed offset, which may repeat `batch`'s records (the checkpoint, read once per
-   * transaction, would not tell the two copies apart).
+   * transaction, would not tell the two copies apart). For the same reason only a batch whose first
+   * offset is above the transaction's last offset so far: KafkaJS can hand over the same offsets
+   * twice within one generation (a metadata refresh during a leader change puts the partition into
+   * two brokers' fetches at one offset; an out-of-range reset goes back to the log start without a
+   * rejoin). A batch that overlaps or goes back stays waiting and gets a transaction of its own,
+   * whose checkpoint counts the copies as duplicates; the apply step refuses records that do not
+   * ascend (RECORDS_NOT_ASCENDING, applyBatch.ts) should any other path combine them.
    * @returns the transaction to run, and the high watermark of the last batch taken (undefined: none).
    */
   private absorb(
@@ -399,6 +409,8 @@ export class PartitionWorker implements TopicPartition {
     let highWatermark: string | undefined;
     for (let next = this.waiting[0]; next !== undefined; next = this.waiting[0]) {
       if (next.generation !== batch.generation || size + next.size > maxRecords) break;
+      // Offsets fetched again (see above): the batch gets a transaction of its own.
+      if (compareOffsets(next.firstOffset, throughOffset) <= 0) break;
       const nextBytes = next.records.reduce((sum, r) => sum + recordBytes(r), 0);
       if (bytes + nextBytes > maxBytes) break;
       this.absorbed.push(this.waiting.shift()!);
@@ -517,12 +529,28 @@ export class PartitionWorker implements TopicPartition {
 
   /**
    * Acts on `retry`: logs and reports the failure, then waits out its delay (as `paused` once the
-   * partition has failed ATTEMPTS_BEFORE_PAUSE times in a row).
-   * @returns false when the wait was cut short (rebalance, revoke, stop): the batch is abandoned.
+   * partition has failed ATTEMPTS_BEFORE_PAUSE times in a row). Ownership is checked first: a
+   * transaction that failed after its partition was revoked, or reassigned in a newer generation
+   * (it was running then), is neither waited for nor retried, and the worker's state (`revoked`, or
+   * the new generation's) stays as it is; the partition's owner fetches the batch again from the
+   * committed offset. The wait is cut short by the next revoke or assignment ({@link endGeneration}
+   * aborts the signal of the generation it started in) and by the member's stop.
+   * @returns false when the batch is no longer this worker's, or the wait was cut short (rebalance,
+   *   revoke, stop): the batch is abandoned.
    */
-  private async waitOut(outcome: Extract<Outcome, { kind: "retry" }>): Promise<boolean> {
+  private async waitOut(batch: FetchedBatch, outcome: Extract<Outcome, { kind: "retry" }>): Promise<boolean> {
     const { error, errorKind, reason, attempt, delayMs, fromOffset, paused } = outcome;
     const { topic, partition } = this;
+    if (!this.isCurrent(batch)) {
+      this.log.warn(
+        { err: error, kind: errorKind, reason, firstOffset: fromOffset, generation: batch.generation },
+        "transaction failed after the partition was revoked or reassigned; not retried",
+      );
+      return false;
+    }
+    // The state and the signal of the generation just checked, before any listener runs.
+    this.current = paused ? "paused" : "backingOff";
+    const signal = AbortSignal.any([this.generationAbort.signal, this.options.memberSignal]);
     this.options.events.emit("retried", {
       topic,
       partition,
@@ -549,9 +577,7 @@ export class PartitionWorker implements TopicPartition {
         ? "transaction failed; partition paused until the back-off ends"
         : "transaction failed; retrying",
     );
-    this.current = paused ? "paused" : "backingOff";
     if (paused) this.options.events.emit("paused", { topic, partition, delayMs });
-    const signal = AbortSignal.any([this.generationAbort.signal, this.options.memberSignal]);
     const waited = await sleep(delayMs, true, { signal }).catch(() => false);
     if (paused) {
       this.options.events.emit("resumed", { topic, partition });

@@ -201,4 +201,63 @@ describe("applyBatch", () => {
     expect(second.deadLettered).toEqual([]);
     expect(second.duplicates.event_id).toBe(1);
   });
+
+  describe("regression: records that do not ascend in offset are refused, not applied twice (issue 25, item 2)", () => {
+    /** The ledger with offset dedupe: only the checkpoint keeps a record from being applied twice. */
+    const byOffset = { ...ledgerProjection, dedupe: { kind: "offset" } } as const;
+
+    async function applyByOffset(topic: string, offsets: number[]): Promise<BatchResult> {
+      const records = offsets.map((offset) => ({
+        ...credit(topic, offset, `${topic}-${offset}`, 10 ** offset),
+        value: Buffer.from(JSON.stringify({ account: `${topic}-acc`, amount: 10 ** offset })),
+      }));
+      const client = await db.pool.connect();
+      try {
+        return await applyBatch({
+          client,
+          projection: byOffset,
+          topic,
+          partition: 0,
+          records,
+          maxRecordBytes: 1_048_576,
+          rebuildEpoch: "0",
+          log,
+        });
+      } finally {
+        client.release();
+      }
+    }
+
+    async function checkpoint(topic: string): Promise<string | undefined> {
+      const r = await db.pool.query<{ next_offset: string }>(
+        "SELECT next_offset FROM replayable.checkpoints WHERE projection = $1 AND topic = $2 AND partition = 0",
+        [byOffset.name, topic],
+      );
+      return r.rows[0]?.next_offset;
+    }
+
+    it.each([
+      ["an overlap (a leader change fetched offsets 1..2 twice)", [0, 1, 2, 1, 2, 3]],
+      ["a repeated offset", [0, 1, 1, 2]],
+      ["a step back (an out-of-range reset to the log start)", [2, 3, 0, 1]],
+    ])("%s: nothing applied, dead-lettered or checkpointed", async (_case, offsets) => {
+      const topic = uniqueName("t");
+      await expect(applyByOffset(topic, offsets)).rejects.toMatchObject({
+        code: "RECORDS_NOT_ASCENDING",
+        canRetry: false,
+      });
+      expect(await balance(`${topic}-acc`)).toBeUndefined();
+      expect(await checkpoint(topic)).toBeUndefined();
+      expect(await deadLetters(topic)).toEqual([]);
+      // The same records once each, ascending, apply once.
+      const result = await applyByOffset(
+        topic,
+        [...new Set(offsets)].sort((a, b) => a - b),
+      );
+      expect(result.applied).toBe(new Set(offsets).size);
+      expect(await balance(`${topic}-acc`)).toBe(
+        String([...new Set(offsets)].reduce((s, o) => s + 10 ** o, 0)),
+      );
+    });
+  });
 });

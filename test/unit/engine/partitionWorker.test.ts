@@ -5,9 +5,15 @@
  * The real KafkaJS feed and PostgreSQL transactions are covered by test/integration/engine/.
  */
 import { describe, expect, it, vi } from "vitest";
+import { notAscending } from "../../../src/engine/applyBatch.js";
+import { GenerationEpoch } from "../../../src/engine/generationEpoch.js";
 import { Member } from "../../../src/engine/member.js";
 import { MemberEvents, type MemberEventMap } from "../../../src/engine/memberEvents.js";
-import type { TransactionRequest, TransactionRunner } from "../../../src/engine/partitionWorker.js";
+import {
+  PartitionWorker,
+  type TransactionRequest,
+  type TransactionRunner,
+} from "../../../src/engine/partitionWorker.js";
 import { ReplayableError } from "../../../src/errors.js";
 import type { CommitResult, Feed, FeedListener, FetchedBatch } from "../../../src/feed.js";
 import { createLogger } from "../../../src/logger.js";
@@ -118,6 +124,9 @@ class FakeDatabase {
     const step = this.steps.shift() ?? "ok";
     if (step instanceof Error) throw step;
     if (step !== "ok") await step.promise;
+    // The real apply step's refusal, before BEGIN.
+    const refused = notAscending(request, request.throughOffset);
+    if (refused !== undefined) throw refused;
     if (BigInt(this.epoch) > BigInt(request.rebuildEpoch ?? "0"))
       throw new ReplayableError("PROJECTION_REBUILT", `rebuilt since epoch ${request.rebuildEpoch}`);
     const checkpoint = this.checkpoints.get(request.partition) ?? 0n;
@@ -544,5 +553,180 @@ describe("PartitionWorker (through Member, with a fake feed and database)", () =
         ["19", "2000"],
       ]);
     });
+  });
+
+  describe("overlapping batches of one generation (KafkaJS re-fetched offsets: a leader change, an out-of-range reset)", () => {
+    /** One slot, closed until `open` resolves: both batches wait for it. */
+    function closedSlot() {
+      const open = deferred();
+      const slots = async <T>(run: () => Promise<T>): Promise<T> => {
+        await open.promise;
+        return run();
+      };
+      return { open, slots };
+    }
+
+    it("never absorbs a batch that repeats offsets of the transaction: each record is applied once", async () => {
+      const { open, slots } = closedSlot();
+      const { feed, db, committed } = await setup({ prefetch: true, slots });
+      const g = feed.join([0]);
+      feed.listener.fetched(batch(g, 0, 9));
+      feed.listener.fetched(batch(g, 5, 14)); // the same generation, fetched again from offset 5
+      open.resolve();
+      await vi.waitFor(() => expect(feed.committed()).toContain("commit 0@15 committed"));
+      expect(db.applied).toEqual(offsets(0, 14));
+      expect(db.requests.map((r) => r.throughOffset)).toEqual(["9", "14"]);
+      expect(committed.map((e) => [e.result.applied, e.result.duplicates.offset])).toEqual([
+        [10, 0],
+        [5, 5],
+      ]);
+      expect(feed.committed()).toEqual(["commit 0@10 committed", "commit 0@15 committed"]);
+    });
+
+    it("never absorbs a batch that goes back to an earlier offset (an out-of-range reset to the log start)", async () => {
+      const { open, slots } = closedSlot();
+      const { feed, db, committed } = await setup({ prefetch: true, slots });
+      db.checkpoints.set(0, 10n); // 0..9 applied by the partition's previous owner
+      const g = feed.join([0]);
+      feed.listener.fetched(batch(g, 10, 19));
+      feed.listener.fetched(batch(g, 0, 4)); // the log start again, without a rejoin
+      open.resolve();
+      await vi.waitFor(() => expect(feed.committed()).toContain("commit 0@5 committed"));
+      expect(db.applied).toEqual(offsets(10, 19));
+      expect(db.checkpoints.get(0)).toBe(20n);
+      expect(committed.map((e) => [e.result.applied, e.result.duplicates.offset])).toEqual([
+        [10, 0],
+        [0, 5],
+      ]);
+    });
+
+    it("counts a batch delivered twice in one generation, not absorbed, as duplicates and applies it once", async () => {
+      const { feed, db, committed } = await setup();
+      const g = feed.join([0]);
+      feed.listener.fetched(batch(g, 0, 9));
+      await vi.waitFor(() => expect(committed).toHaveLength(1));
+      feed.listener.fetched(batch(g, 0, 9)); // the same offsets again: below the cached checkpoint
+      await vi.waitFor(() => expect(committed).toHaveLength(2));
+      feed.listener.fetched(batch(g, 5, 14)); // overlapping: the database's checkpoint filters it
+      await vi.waitFor(() => expect(committed).toHaveLength(3));
+      expect(db.applied).toEqual(offsets(0, 14));
+      expect(committed.map((e) => [e.result.applied, e.result.duplicates.offset, e.fastPath])).toEqual([
+        [10, 0, false],
+        [0, 10, true],
+        [5, 5, false],
+      ]);
+      expect(db.requests).toHaveLength(2);
+    });
+
+    it("stops the member, without a retry or an offset commit, when one fetched batch is itself not ascending", async () => {
+      const { feed, db, seen } = await setup({ retryInitialMs: 1 });
+      const g = feed.join([0]);
+      const twice = batch(g, 0, 9);
+      const records = [...twice.records, ...batch(g, 5, 9).records];
+      feed.listener.fetched({ ...twice, records, size: records.length });
+      await vi.waitFor(() => expect(seen).toHaveLength(1));
+      expect(seen[0]).toMatch(
+        /^fatal the records of t\/0 are not in ascending offset order: offset 5 follows 9/,
+      );
+      await new Promise((resolve) => setTimeout(resolve, 20)); // twenty back-offs' worth
+      expect(db.requests).toHaveLength(1);
+      expect(db.applied).toEqual([]);
+      expect(feed.committed()).toEqual([]);
+    });
+  });
+});
+
+describe("PartitionWorker: a revoked partition's failed transaction (driven directly, to see its state)", () => {
+  /** A worker of partition 0 in generation 1, with a fake feed and database; the back-off is `retryMs`. */
+  function standalone(retryMs: number) {
+    const feed = new FakeFeed();
+    feed.generation = 1;
+    const db = new FakeDatabase();
+    const log = createLogger("silent");
+    const events = new MemberEvents(log);
+    const seen: string[] = [];
+    events
+      .on("batchCommitted", (e) => seen.push(`batchCommitted ${e.lastOffset}`))
+      .on("retried", (e) => seen.push(`retried ${e.attempt} from ${e.fromOffset}`));
+    const epoch = () => new GenerationEpoch(db.readRebuildEpoch);
+    const worker = new PartitionWorker({
+      topic: TOPIC,
+      partition: 0,
+      generation: 1,
+      rebuildEpoch: epoch(),
+      feed,
+      events,
+      runTransaction: db.run,
+      slots: (run) => run(),
+      limits: () => ({ maxRecords: 100, maxBytes: 1_000_000 }),
+      timing: { initialMs: retryMs, maxMs: retryMs },
+      prefetch: false,
+      memberSignal: new AbortController().signal,
+      currentHighWatermark: () => Promise.resolve(undefined),
+      log,
+      random: () => 0.999,
+    });
+    return { feed, db, seen, worker, epoch };
+  }
+
+  it("stays revoked when revoked during the back-off, and runs no retry", async () => {
+    const { db, seen, worker } = standalone(60_000);
+    db.next(serializationFailure());
+    worker.offer(batch(1, 0, 9));
+    await vi.waitFor(() => expect(seen).toEqual(["retried 1 from 0"]));
+    expect(worker.state).toBe("backingOff");
+    worker.revoke();
+    expect(worker.state).toBe("revoked");
+    await worker.drained(); // the back-off ends at once
+    expect(worker.state).toBe("revoked");
+    expect(db.requests).toHaveLength(1);
+  });
+
+  it("stays revoked when the transaction running at the revoke fails, and neither backs off nor retries", async () => {
+    const { db, seen, worker } = standalone(5);
+    const gate = deferred();
+    db.next(gate);
+    worker.offer(batch(1, 0, 9));
+    await vi.waitFor(() => expect(db.requests).toHaveLength(1));
+    worker.revoke();
+    gate.reject(serializationFailure());
+    await worker.drained(); // a back-off and a retry would run before this resolves
+    expect(worker.state).toBe("revoked");
+    expect(db.requests).toHaveLength(1);
+    expect(db.applied).toEqual([]);
+    expect(seen).toEqual([]);
+  });
+
+  it("does not retry the old generation's batch, nor hold up the new generation's, when it fails after a revoke and a new assignment", async () => {
+    const { feed, db, worker, epoch } = standalone(60_000);
+    const gate = deferred();
+    db.next(gate);
+    worker.offer(batch(1, 0, 9));
+    await vi.waitFor(() => expect(db.requests).toHaveLength(1));
+    worker.revoke();
+    feed.generation = 2;
+    worker.assign(2, epoch());
+    gate.reject(serializationFailure()); // the old generation's transaction fails after the assignment
+    worker.offer(batch(2, 0, 9)); // fetched again from the committed offset
+    await vi.waitFor(() => expect(feed.committed()).toEqual(["commit 0@10 committed"]));
+    expect(db.requests.map((r) => r.records.length)).toEqual([10, 10]);
+    expect(db.applied).toEqual(offsets(0, 9));
+    await worker.drained();
+    expect(worker.state).toBe("idle");
+  });
+
+  it("does not retry the old generation's batch when the back-off it started before the revoke is still running at the new assignment", async () => {
+    const { feed, db, seen, worker, epoch } = standalone(60_000);
+    db.next(serializationFailure());
+    worker.offer(batch(1, 0, 9));
+    await vi.waitFor(() => expect(seen).toEqual(["retried 1 from 0"]));
+    worker.revoke();
+    feed.generation = 2;
+    worker.assign(2, epoch()); // before the back-off has seen the revoke
+    worker.offer(batch(2, 0, 9));
+    await vi.waitFor(() => expect(feed.committed()).toEqual(["commit 0@10 committed"]));
+    expect(db.requests).toHaveLength(2);
+    expect(db.applied).toEqual(offsets(0, 9));
+    expect(seen).toEqual(["retried 1 from 0", "batchCommitted 9"]);
   });
 });
