@@ -86,9 +86,12 @@ export class OffsetCommits {
   }
 
   /**
-   * Commits `nextOffset` with the generation the batch was fetched in. A rebalance makes it
-   * `skipped_rebalanced`; another failure, after three quick attempts, is left to the background
-   * retry and answered `failed`.
+   * Commits `nextOffset` with the generation the batch was fetched in: every attempt carries that
+   * generation's ids. `committed` only when the coordinator accepted it. A generation that ended
+   * (a later join, KafkaJS stopped) or the coordinator's ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID or
+   * REBALANCE_IN_PROGRESS make it `skipped_rebalanced`. A failure a retry can help with, after three
+   * quick attempts, is left to the background retry and answered `failed`; one it cannot
+   * (`retriable: false`: an ACL, the consumer not running) is `failed` at once.
    */
   commit(tp: TopicPartition, nextOffset: string, generation: number): Promise<CommitResult> {
     const key = partitionKey(tp.topic, tp.partition);
