@@ -119,7 +119,6 @@ export class KafkaFeed implements Feed {
     this.commits = new OffsetCommits({
       consumer: this.consumer,
       log: options.log,
-      generation: () => this.generation,
       stopping: () => this.stopRequested,
       retryInitialMs: options.commitRetryInitialMs,
       retryMaxMs: options.commitRetryMaxMs,
@@ -229,7 +228,9 @@ export class KafkaFeed implements Feed {
         records: [],
       });
     });
+    // KafkaJS left the group (a stop, or a crash before its restart): that generation's commits are over.
     this.consumer.on(STOP, () => {
+      this.commits.endGeneration();
       this.joined = false;
       this.listener?.unassigned();
     });
@@ -238,11 +239,19 @@ export class KafkaFeed implements Feed {
 
   /**
    * A group join: a new generation (commits of the old one are skipped, its failed commits
-   * forgotten), the paused partitions paused again, then the engine is told the assignment.
+   * forgotten; its own are sent with this join's generation id and member id), the paused
+   * partitions paused again, then the engine is told the assignment.
    */
-  private onGroupJoin(payload: { memberId: string; memberAssignment: Record<string, number[]> }): void {
+  private onGroupJoin(payload: {
+    memberId: string;
+    generationId: number;
+    memberAssignment: Record<string, number[]>;
+  }): void {
     this.generation += 1;
-    this.commits.newGeneration();
+    this.commits.newGeneration(this.generation, {
+      generationId: payload.generationId,
+      memberId: payload.memberId,
+    });
     for (const key of this.paused) this.send("pause", topicPartitionOf(key));
     this.joined = true;
     this.restarts = 0;
@@ -255,6 +264,7 @@ export class KafkaFeed implements Feed {
 
   private onCrash(error: Error, restart: boolean): void {
     const log = this.options.log;
+    this.commits.endGeneration();
     this.joined = false;
     this.listener?.unassigned();
     if (this.stopRequested) {
@@ -329,7 +339,6 @@ export class KafkaFeed implements Feed {
     if (this.stopRequested || !payload.isRunning() || payload.isStale() || batch.messages.length === 0)
       return Promise.resolve();
     const generation = this.generation;
-    this.commits.useCommitter(generation, (offsets) => payload.commitOffsetsIfNecessary(offsets));
     // The end of the fetch, transaction markers and aborted records included (KafkaJS maps the
     // last record's offset to it in resolveOffset, and so does this).
     const throughOffset = batch.lastOffset();

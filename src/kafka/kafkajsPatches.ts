@@ -1,7 +1,8 @@
 /**
  * A start-up check that the KafkaJS this library loads carries replayable's patches
  * (patches/README.md): an unpatched KafkaJS 2.2.4 delivers aborted records under read_committed
- * and gets stuck behind a compacted empty batch. npm and pnpm install the patched copy bundled
+ * and gets stuck behind a compacted empty batch, and its offset commits can move a group's offset
+ * backwards (patch 006). npm and pnpm install the patched copy bundled
  * with the package; a package manager that ignores `bundleDependencies` (Yarn 2+) or a hand-made
  * install does not, and this check refuses to consume with it.
  */
@@ -115,6 +116,22 @@ function hasFetchLimits(): boolean {
 }
 
 /**
+ * Patch 006: the consumer has `commitOffsetsOfGeneration`, and the GROUP_JOIN event names the
+ * join's generation id (both visible in their sources). Without them an offset commit could go out
+ * with a later generation's id and move the group's offset backwards.
+ */
+function hasCommitGeneration(): boolean {
+  const createConsumer = kafkajsModule<() => unknown>("consumer/index.js");
+  const ConsumerGroup = kafkajsModule<{ prototype: { joinAndSync: () => unknown } }>(
+    "consumer/consumerGroup.js",
+  );
+  return (
+    createConsumer.toString().includes("const commitOffsetsOfGeneration") &&
+    ConsumerGroup.prototype.joinAndSync.toString().includes("generationId: this.generationId")
+  );
+}
+
+/**
  * Checks that the loaded KafkaJS behaves as patched, by running the patched functions on a
  * fetch response built in memory (no broker).
  * @throws ReplayableError KAFKA naming the missing patches and how to install them.
@@ -127,6 +144,7 @@ export async function assertKafkajsPatched(): Promise<void> {
     if (!(await passesOverEmptiedBatch())) missing.push("002 compacted-empty-batch");
     if (!hasLanesAndGenerations()) missing.push("003 lanes-and-generations");
     if (!hasFetchLimits()) missing.push("005 fetch-limits");
+    if (!hasCommitGeneration()) missing.push("006 commit-generation");
   } catch (error) {
     failure = error;
     missing.push("(the check itself failed: an unexpected KafkaJS version?)");
@@ -135,7 +153,7 @@ export async function assertKafkajsPatched(): Promise<void> {
   const path = require.resolve("kafkajs");
   throw new ReplayableError(
     "KAFKA",
-    `the KafkaJS loaded from ${path} lacks replayable's patches ${missing.join(", ")}: it can deliver aborted records under read_committed, stop at a compacted batch, or not follow the memory budget's fetch sizes. Install replayable with npm or pnpm (they install the patched copy it bundles), or, in a checkout, run \`npm ci\` (its postinstall applies patches/ with patch-package); see patches/README.md`,
+    `the KafkaJS loaded from ${path} lacks replayable's patches ${missing.join(", ")}: it can deliver aborted records under read_committed, stop at a compacted batch, not follow the memory budget's fetch sizes, or commit an offset with a later group generation's id. Install replayable with npm or pnpm (they install the patched copy it bundles), or, in a checkout, run \`npm ci\` (its postinstall applies patches/ with patch-package); see patches/README.md`,
     { cause: failure, context: { kafkajs: path, missing } },
   );
 }

@@ -1,12 +1,15 @@
 /**
  * Offset commits of a KafkaJS consumer group member (docs/design.md step 8), fenced by the generation a
- * batch was fetched in: after a rebalance a commit is skipped, never sent for a partition this
- * member may no longer own. A partition's commits leave one after another, in the order asked; one
- * that fails for another reason (three quick attempts) is retried in the background with back-off
- * until it lands, a later commit of the partition supersedes it, or the group rebalances, so an
- * idle partition does not keep a stale committed offset.
+ * batch was fetched in. Each OffsetCommit request carries the group generation id and member id of
+ * the join that generation began with (KafkaJS patch 006, `consumer.commitOffsetsOfGeneration`), so
+ * the group coordinator refuses it once the group has moved on; nothing looks the generation up
+ * again, not even a retry. A commit of an ended generation is skipped without a request. A
+ * partition's commits leave one after another, in the order asked; one that fails for a reason a
+ * retry can help with (three quick attempts) is retried in the background with back-off until it
+ * lands, a later commit of the partition supersedes it, or the generation ends, so an idle
+ * partition does not keep a stale committed offset.
  */
-import type { Consumer, EachBatchPayload } from "kafkajs";
+import type { Consumer } from "kafkajs";
 import type { Logger } from "pino";
 import { backoffDelayMs } from "../backoff.js";
 import type { CommitResult } from "../feed.js";
@@ -15,6 +18,17 @@ import { partitionKey, topicPartitionOf, type PartitionKey, type TopicPartition 
 
 /** Coordinator answers that mean the group rebalanced: the commit is skipped, not failed. */
 const REBALANCE_ERRORS = new Set(["REBALANCE_IN_PROGRESS", "ILLEGAL_GENERATION", "UNKNOWN_MEMBER_ID"]);
+
+/** KafkaJS's ids of one group join: what an OffsetCommit request of that generation carries. */
+export interface GroupGeneration {
+  /** The group generation id the coordinator gave the join (Kafka's `generation_id`). */
+  readonly generationId: number;
+  /** This member's id in the group at that join (Kafka's `member_id`). */
+  readonly memberId: string;
+}
+
+/** One attempt's outcome; `failed_for_good` is a failure no retry can fix. */
+type Attempt = CommitResult | "failed_for_good";
 
 /** A failed offset commit waiting for its background retry. */
 interface PendingCommit {
@@ -25,10 +39,9 @@ interface PendingCommit {
 
 /** Options of {@link OffsetCommits}. */
 export interface OffsetCommitsOptions {
-  readonly consumer: Consumer;
+  /** Sends one OffsetCommit with the ids given (KafkaJS patch 006). */
+  readonly consumer: Pick<Consumer, "commitOffsetsOfGeneration">;
   readonly log: Logger;
-  /** The member's current generation (group joins so far). */
-  readonly generation: () => number;
   /** True once the member stops: no background retry is scheduled any more. */
   readonly stopping: () => boolean;
   /** Back-off of a failed commit's background retries, ms; default 1000 to 30000. */
@@ -43,21 +56,26 @@ export class OffsetCommits {
   /** Per partition: a failed commit to retry. */
   private readonly pending = new Map<PartitionKey, PendingCommit>();
   private retryTimer: NodeJS.Timeout | undefined;
-  /**
-   * Commits through the latest eachBatch payload of the current generation (works during a
-   * graceful stop, unlike `consumer.commitOffsets`, which KafkaJS skips once stopping).
-   */
-  private committer: { generation: number; commit: EachBatchPayload["commitOffsetsIfNecessary"] } | undefined;
+  /** The member's current generation (the feed's counter) and KafkaJS's ids of its join; none once it ended. */
+  private current: ({ readonly generation: number } & GroupGeneration) | undefined;
 
   constructor(private readonly options: OffsetCommitsOptions) {}
 
-  /** The latest eachBatch payload's commit function, of `generation`. */
-  useCommitter(generation: number, commit: EachBatchPayload["commitOffsetsIfNecessary"]): void {
-    this.committer = { generation, commit };
+  /**
+   * A group join: from now on commits of `generation` (the feed's counter) are sent with `ids`, and
+   * those of earlier generations are skipped; failed commits of the old generation are forgotten.
+   */
+  newGeneration(generation: number, ids: GroupGeneration): void {
+    this.current = { generation, generationId: ids.generationId, memberId: ids.memberId };
+    this.pending.clear();
   }
 
-  /** A group join: failed commits of the old generation are forgotten. */
-  newGeneration(): void {
+  /**
+   * The current generation ended without a new join (KafkaJS stopped the consumer, or it crashed;
+   * both leave the group): its commits are skipped without a request.
+   */
+  endGeneration(): void {
+    this.current = undefined;
     this.pending.clear();
   }
 
@@ -68,9 +86,12 @@ export class OffsetCommits {
   }
 
   /**
-   * Commits `nextOffset` with the generation the batch was fetched in. A rebalance makes it
-   * `skipped_rebalanced`; another failure, after three quick attempts, is left to the background
-   * retry and answered `failed`.
+   * Commits `nextOffset` with the generation the batch was fetched in: every attempt carries that
+   * generation's ids. `committed` only when the coordinator accepted it. A generation that ended
+   * (a later join, KafkaJS stopped) or the coordinator's ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID or
+   * REBALANCE_IN_PROGRESS make it `skipped_rebalanced`. A failure a retry can help with, after three
+   * quick attempts, is left to the background retry and answered `failed`; one it cannot
+   * (`retriable: false`: an ACL, the consumer not running) is `failed` at once.
    */
   commit(tp: TopicPartition, nextOffset: string, generation: number): Promise<CommitResult> {
     const key = partitionKey(tp.topic, tp.partition);
@@ -81,7 +102,7 @@ export class OffsetCommits {
    * Runs `send` after every commit of the partition asked for before it (a background retry
    * included), so an older offset never lands after a newer one.
    */
-  private inOrder(key: PartitionKey, send: () => Promise<CommitResult>): Promise<CommitResult> {
+  private inOrder<T>(key: PartitionKey, send: () => Promise<T>): Promise<T> {
     const previous = this.chains.get(key) ?? Promise.resolve();
     const result = previous.then(send);
     const settled = result.then(
@@ -102,11 +123,12 @@ export class OffsetCommits {
   ): Promise<CommitResult> {
     for (let attempt = 1; ; attempt++) {
       const result = await this.commitOnce(key, nextOffset, generation);
+      if (result === "failed_for_good") return "failed";
       if (result !== "failed") {
         const pending = this.pending.get(key);
         if (
           pending !== undefined &&
-          (result === "committed" || pending.generation !== this.options.generation())
+          (result === "committed" || pending.generation !== this.current?.generation)
         )
           this.pending.delete(key);
         return result;
@@ -120,25 +142,34 @@ export class OffsetCommits {
     }
   }
 
-  private async commitOnce(key: PartitionKey, nextOffset: string, generation: number): Promise<CommitResult> {
+  /**
+   * One OffsetCommit request of `generation`, with the ids of its join. `failed_for_good` is a
+   * failure no retry can fix (KafkaJS marks it `retriable: false`: an ACL, a refused argument, the
+   * consumer not running).
+   */
+  private async commitOnce(key: PartitionKey, nextOffset: string, generation: number): Promise<Attempt> {
     const { topic, partition } = topicPartitionOf(key);
     const log = this.options.log;
-    // Not consumer.commitOffsets() where avoidable: KafkaJS skips that silently once stop() began,
-    // which would lose the commit of the batch a graceful stop lets finish.
-    const offsets = { topics: [{ topic, partitions: [{ partition, offset: nextOffset }] }] };
     try {
       await failpoint("offset-commit");
-      // Checked right before the request is built, with no await in between.
-      if (generation !== this.options.generation()) return "skipped_rebalanced";
-      const committer = this.committer;
-      if (committer !== undefined && committer.generation === generation) await committer.commit(offsets);
-      else await this.options.consumer.commitOffsets([{ topic, partition, offset: nextOffset }]);
+      // The ids of the batch's own generation, or none once it ended: never a later generation's.
+      const joined = this.current;
+      if (joined?.generation !== generation) return "skipped_rebalanced";
+      await this.options.consumer.commitOffsetsOfGeneration({
+        generationId: joined.generationId,
+        memberId: joined.memberId,
+        topics: [{ topic, partitions: [{ partition, offset: nextOffset }] }],
+      });
       return "committed";
     } catch (error) {
-      const type = (error as { type?: string }).type;
+      const { type, retriable } = error as { type?: string; retriable?: boolean };
       if (type !== undefined && REBALANCE_ERRORS.has(type)) {
         log.info({ topic, partition, nextOffset, type }, "offset commit skipped: the group rebalanced");
         return "skipped_rebalanced";
+      }
+      if (retriable === false) {
+        log.error({ err: error, topic, partition, nextOffset }, "offset commit failed; a retry cannot help");
+        return "failed_for_good";
       }
       log.warn({ err: error, topic, partition, nextOffset }, "offset commit failed");
       return "failed";
@@ -163,7 +194,7 @@ export class OffsetCommits {
   private async retryPending(): Promise<void> {
     for (const [key, pending] of [...this.pending]) {
       if (this.options.stopping()) return;
-      if (pending.generation !== this.options.generation()) {
+      if (pending.generation !== this.current?.generation) {
         this.pending.delete(key);
         continue;
       }
@@ -172,7 +203,7 @@ export class OffsetCommits {
         // A commit queued before this retry may have superseded it meanwhile: then send nothing.
         this.pending.get(key) === pending
           ? this.commitOnce(key, pending.offset, pending.generation)
-          : Promise.resolve<CommitResult>("skipped_rebalanced"),
+          : Promise.resolve<Attempt>("skipped_rebalanced"),
       );
       if (this.pending.get(key) !== pending) continue;
       if (result === "failed") pending.attempts += 1;

@@ -1,6 +1,7 @@
 /**
- * The KafkaJS feed's offset commits without a broker: a fake consumer whose commitOffsets the test
- * controls. The commit fence, the order of a partition's commits and the background retry.
+ * The KafkaJS feed's offset commits without a broker: a fake consumer whose
+ * commitOffsetsOfGeneration (KafkaJS patch 006) the test controls. The commit fence, the order of
+ * a partition's commits and the background retry.
  */
 import type { Consumer } from "kafkajs";
 import { describe, expect, it, vi } from "vitest";
@@ -8,31 +9,33 @@ import { OffsetCommits } from "../../src/kafka/offsetCommits.js";
 import { createLogger } from "../../src/logger.js";
 
 type Commit = { topic: string; partition: number; offset: string };
+type Request = Parameters<Consumer["commitOffsetsOfGeneration"]>[0];
 
 function setup(answers: ((commit: Commit) => Promise<void>)[] = []) {
   const sent: string[] = [];
   let generation = 1;
-  const commitOffsets = vi.fn(async (offsets: Commit[]) => {
-    const commit = offsets[0]!;
+  const commitOffsetsOfGeneration = vi.fn(async (request: Request) => {
+    const { topic, partitions } = request.topics[0]!;
+    const commit = { topic, ...partitions[0]! };
     const answer = answers.shift();
     if (answer !== undefined) await answer(commit);
     sent.push(`${commit.partition}@${commit.offset}`);
   });
   const commits = new OffsetCommits({
-    consumer: { commitOffsets } as unknown as Consumer,
+    consumer: { commitOffsetsOfGeneration },
     log: createLogger("silent"),
-    generation: () => generation,
     stopping: () => false,
     retryInitialMs: 10,
     retryMaxMs: 20,
   });
+  commits.newGeneration(generation, { generationId: 100 + generation, memberId: "m" });
   return {
     commits,
     sent,
-    commitOffsets,
+    commitOffsetsOfGeneration,
     rejoin: () => {
       generation += 1;
-      commits.newGeneration();
+      commits.newGeneration(generation, { generationId: 100 + generation, memberId: "m" });
     },
   };
 }
@@ -75,7 +78,7 @@ describe("OffsetCommits", () => {
     vi.useFakeTimers();
     try {
       const failing = () => Promise.reject(new Error("coordinator not available"));
-      const { commits, commitOffsets, rejoin } = setup([failing, failing, failing]);
+      const { commits, commitOffsetsOfGeneration, rejoin } = setup([failing, failing, failing]);
       const first = commits.commit(tp, "10", 1);
       // The quick attempts wait 200 and 400 ms; the background retry would come 5 to 10 ms later.
       await vi.advanceTimersByTimeAsync(600);
@@ -84,7 +87,17 @@ describe("OffsetCommits", () => {
       await commits.commit({ topic: "t", partition: 1 }, "5", 2);
       // Past every background retry the failed commit would have had.
       await vi.advanceTimersByTimeAsync(1000);
-      expect(commitOffsets.mock.calls.map((c) => c[0][0]!.offset)).toEqual(["10", "10", "10", "5"]);
+      expect(
+        commitOffsetsOfGeneration.mock.calls.map((c) => [
+          c[0].generationId,
+          c[0].topics[0]!.partitions[0]!.offset,
+        ]),
+      ).toEqual([
+        [101, "10"],
+        [101, "10"],
+        [101, "10"],
+        [102, "5"],
+      ]);
     } finally {
       vi.useRealTimers();
     }
