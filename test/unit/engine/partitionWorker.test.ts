@@ -5,6 +5,7 @@
  * The real KafkaJS feed and PostgreSQL transactions are covered by test/integration/engine/.
  */
 import { describe, expect, it, vi } from "vitest";
+import type { EpochSession } from "../../../src/engine/generationEpoch.js";
 import { Member } from "../../../src/engine/member.js";
 import { MemberEvents, type MemberEventMap } from "../../../src/engine/memberEvents.js";
 import type { TransactionRequest, TransactionRunner } from "../../../src/engine/partitionWorker.js";
@@ -69,6 +70,10 @@ class FakeFeed implements Feed {
     const answer = Promise.resolve(result);
     this.commits.push(answer);
     return answer;
+  }
+
+  rejoin(generation: number): void {
+    this.calls.push(`rejoin ${generation}`);
   }
 
   async stop(drain: () => Promise<void>): Promise<void> {
@@ -198,7 +203,7 @@ async function setup(options: Setup = {}) {
     feed,
     events,
     log,
-    readRebuildEpoch: options.readRebuildEpoch ?? db.readRebuildEpoch,
+    epochSession: heldSession(options.readRebuildEpoch ?? db.readRebuildEpoch),
     workers: {
       runTransaction: db.run,
       slots: options.slots ?? ((run) => run()),
@@ -210,6 +215,15 @@ async function setup(options: Setup = {}) {
   });
   await member.start();
   return { feed, db, member, seen, committed };
+}
+
+/** A lock session held throughout, whose epoch reads `read` answers (test/unit/engine/rebuildEpochSession.test.ts loses it). */
+function heldSession(read: () => Promise<string>): EpochSession {
+  return {
+    heldSession: () => 1,
+    readRebuildEpoch: async () => ({ kind: "read", epoch: await read() }),
+    whenHeld: () => Promise.resolve(true),
+  };
 }
 
 /** A PostgreSQL serialization failure (SQLSTATE 40001): transient. */
@@ -412,7 +426,9 @@ describe("PartitionWorker (through Member, with a fake feed and database)", () =
     feed.listener.fetched(batch(first, 20, 29));
     await vi.waitFor(() => expect(db.requests).toHaveLength(2));
     gate.resolve();
-    await vi.waitFor(() => expect(feed.calls.at(-1)).toBe("resume 0"));
+    // The member asks to rejoin: nothing else would start a rebalance (rebuildEpochSession.test.ts).
+    await vi.waitFor(() => expect(feed.calls.filter((c) => !c.startsWith("rejoin")).at(-1)).toBe("resume 0"));
+    expect(feed.calls.filter((c) => c.startsWith("rejoin"))).toEqual([`rejoin ${first}`]);
     feed.listener.fetched(batch(first, 30, 39));
     await new Promise((resolve) => setImmediate(resolve));
     expect(db.requests).toHaveLength(2);
@@ -447,11 +463,15 @@ describe("PartitionWorker (through Member, with a fake feed and database)", () =
     /** One slot, closed until `open` resolves: the test decides when the first transaction starts. */
     function closedSlot() {
       const open = deferred();
+      let asked = 0;
       const slots = async <T>(run: () => Promise<T>): Promise<T> => {
+        asked += 1;
         await open.promise;
         return run();
       };
-      return { open, slots };
+      /** Transactions that asked for the slot so far. */
+      const waiting = () => asked;
+      return { open, slots, waiting };
     }
 
     it("applies them in one transaction through the last one's offsets, with one offset commit", async () => {
@@ -500,11 +520,11 @@ describe("PartitionWorker (through Member, with a fake feed and database)", () =
     });
 
     it("never takes a batch of a later generation into a transaction of an earlier one (a rebalance that kept the partition)", async () => {
-      const { open, slots } = closedSlot();
+      const { open, slots, waiting } = closedSlot();
       const { feed, db } = await setup({ prefetch: true, slots });
       const first = feed.join([0]);
       feed.listener.fetched(batch(first, 0, 9)); // waits for the slot across the rebalance
-      await vi.waitFor(() => expect(db.epochReads).toHaveLength(1));
+      await vi.waitFor(() => expect(waiting()).toBe(1));
       const second = feed.join([0]);
       feed.listener.fetched(batch(second, 0, 9)); // fetched again from the committed offset
       open.resolve();

@@ -169,12 +169,6 @@ class FakeLockSession implements EpochSession {
     });
   }
 
-  /** The epoch read as the main pool did it: no proof of any session (the behaviour before the fix). */
-  readonly readOnPool = async (): Promise<string> => {
-    await this.step();
-    return this.db.epoch;
-  };
-
   private async step(): Promise<void> {
     const step = this.steps.shift() ?? "ok";
     if (step instanceof Error) {
@@ -249,8 +243,6 @@ async function setup() {
       prefetch: false,
       currentHighWatermark: () => Promise.resolve(undefined),
     },
-    // The option the member had before the fix: ignored since.
-    ...{ readRebuildEpoch: session.readOnPool },
   });
   await member.start();
   return { feed, db, session, member, seen };
