@@ -12,7 +12,6 @@
  * and the generation is given up: its batches are dropped and the member rejoins the group.
  */
 import { ReplayableError } from "../errors.js";
-import { failpoint } from "../failpoints.js";
 
 /** An epoch read on the advisory-lock session: the epoch, or `lost` when that session is gone. */
 export type SessionEpochRead = { readonly kind: "read"; readonly epoch: string } | { readonly kind: "lost" };
@@ -85,7 +84,6 @@ export class GenerationEpoch {
   }
 
   private async read(): Promise<string> {
-    await failpoint("rebuild-epoch-read");
     const read =
       this.serial === undefined
         ? ({ kind: "lost" } as const)

@@ -26,6 +26,7 @@ import type { Logger } from "pino";
 import { backoffDelayMs } from "../backoff.js";
 import { ReplayableError, classifyPgError, errorMessage } from "../errors.js";
 import { advisoryUnlock, projectionLock, tryAdvisoryLock } from "../sql/advisoryLocks.js";
+import { failpoint } from "../failpoints.js";
 import { readRebuildEpoch } from "../sql/lockCheckpoint.js";
 import type { EpochSession, SessionEpochRead } from "./generationEpoch.js";
 import type { RetryTiming } from "./retryPolicy.js";
@@ -122,6 +123,7 @@ export class ProjectionLockSession implements EpochSession {
    * @throws the query's error when the session is still held (e.g. a statement timeout).
    */
   async readRebuildEpoch(serial: number): Promise<SessionEpochRead> {
+    await failpoint("rebuild-epoch-read");
     const client = this.client;
     if (client === undefined || this.serial !== serial) return { kind: "lost" };
     try {
