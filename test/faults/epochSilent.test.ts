@@ -144,6 +144,8 @@ it("PostgreSQL silent across a rebalance (the epoch read) while a rebuild runs: 
     expect(await eventIdCount(stack.db.pool)).toBe(stream.events);
     expect(member.child.exitCode).toBeNull();
     expect(member.stderr()).toContain("projection's shared advisory lock taken again");
+    // The way out: the generation joined on the silent lock session was given up, and rejoined.
+    expect(member.stderr()).toContain("rejoining the consumer group: this generation's batches were dropped");
   } finally {
     // A failed test must not leave the member stopped: its SIGTERM would wait for ever.
     member.signal("SIGCONT");
@@ -182,6 +184,8 @@ it("the lock session silent while a rebuild waits for it: nothing lost or applie
     expect(await eventIdCount(stack.db.pool)).toBe(stream.events);
     expect(member.child.exitCode).toBeNull();
     expect(member.stderr()).toContain("projection's shared advisory lock taken again");
+    // The way out: the generation joined on the silent lock session was given up, and rejoined.
+    expect(member.stderr()).toContain("rejoining the consumer group: this generation's batches were dropped");
   } finally {
     member.signal("SIGCONT");
   }

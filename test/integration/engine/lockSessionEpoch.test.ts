@@ -30,7 +30,7 @@ async function backends(application: string): Promise<number[]> {
   return rows.map((r) => r.pid);
 }
 
-it("reads the epoch on the session held since a serial, answers `lost` for a terminated session before its client noticed, and reads on the session taken again", async () => {
+it("reads the epoch on the session held since a serial, answers `lost` for a terminated session whether or not its client noticed, and reads on the session taken again", async () => {
   const projection = uniqueName("p");
   const application = `${projection}:lock`;
   const pool = createPool({ connectionString: db.url, max: 1, applicationName: application });
