@@ -18,6 +18,8 @@ export type FailpointName =
   | "in-apply"
   /** Before each offset commit request (docs/design.md step 8); `throw` makes the attempt fail. */
   | "offset-commit"
+  /** A generation's rebuild epoch is about to be read (docs/design.md "The rebuild epoch"). */
+  | "rebuild-epoch-read"
   /** `rebuild --execute` holds the projection's exclusive advisory lock and has changed nothing yet. */
   | "rebuild-locked"
   /** `promote`/`rollback` has switched the views in its transaction and not committed yet. */

@@ -70,6 +70,14 @@ export interface Feed {
    */
   commit(partition: TopicPartition, nextOffset: string, generation: number): Promise<CommitResult>;
   /**
+   * Leaves `generation` for a new one: the group is joined again and every assigned partition is
+   * fetched again from its committed offset, in a new generation ({@link FeedListener.assigned}).
+   * The engine asks for it when it gave a generation up (its rebuild epoch unproven, or a batch
+   * refused as fetched before a rebuild) and nothing else would start a rebalance. Returns at once;
+   * does nothing when a later generation began, a join is under way, or the feed stops.
+   */
+  rejoin(generation: number): void;
+  /**
    * Stops fetching, awaits `drain()` (the engine finishes its transactions and asks for their
    * commits, which still land), waits for the commits in flight, leaves the group and disconnects.
    */

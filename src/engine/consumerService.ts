@@ -35,7 +35,6 @@ import { MemberEvents, type TransactionCommitted } from "./memberEvents.js";
 import { observeMetrics } from "./metricsObserver.js";
 import { poolTransactionRunner } from "./poolTransactionRunner.js";
 import { ProjectionLockSession } from "./projectionLockSession.js";
-import { readRebuildEpoch } from "../sql/lockCheckpoint.js";
 import { ProgressReporter, type ProgressTotals } from "./progressReporter.js";
 import { selectVersions } from "../sql/projectionVersions.js";
 import type { VersionedInstance } from "../versions/versionNames.js";
@@ -243,7 +242,8 @@ export class ConsumerService {
       feed,
       events: this.events,
       workers: this.workerSettings(),
-      readRebuildEpoch: () => readRebuildEpoch(this.pool, this.options.projection.name),
+      // Read on the lock's session, proof that no rebuild ran since the join (docs/design.md).
+      epochSession: this.lock,
       log: this.log,
     });
   }

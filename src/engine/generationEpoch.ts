@@ -3,25 +3,74 @@
  * rebuild epoch"). The member starts reading it when the feed reports the assignment, before any
  * transaction of the generation runs; every transaction of the generation waits for it and carries
  * it, and the applying transaction refuses a batch when the database's epoch is newer.
+ *
+ * The epoch is read on the session that holds the projection's shared advisory lock, and trusted
+ * only when that very session was held when the feed reported the join and still answered the
+ * read: a rebuild takes the exclusive form of the lock, so no rebuild can have run between the
+ * join (before which the generation's fetch positions are not read) and the read. A session lost
+ * in between (PostgreSQL away, the backend terminated, a connection gone silent) proves nothing,
+ * and the generation is given up: its batches are dropped and the member rejoins the group.
  */
+import { ReplayableError } from "../errors.js";
 
-/** Reads the projection's rebuild epoch (a decimal string) from PostgreSQL. */
-export type RebuildEpochReader = () => Promise<string>;
+/** An epoch read on the advisory-lock session: the epoch, or `lost` when that session is gone. */
+export type SessionEpochRead = { readonly kind: "read"; readonly epoch: string } | { readonly kind: "lost" };
 
-/** One generation's rebuild epoch: read once, read again after a failed read. */
+/**
+ * The session holding the projection's shared advisory lock, as a generation's epoch is read on
+ * it ({@link ProjectionLockSession} in projectionLockSession.ts). Each session taken has a serial
+ * number of its own, higher than every earlier one.
+ */
+export interface EpochSession {
+  /** The serial of the session that holds the lock now; undefined while none does (lost, taken again). */
+  heldSession(): number | undefined;
+  /**
+   * Reads the projection's rebuild epoch on session `serial`.
+   * @returns `lost` when that session is no longer the one held (it was lost, maybe taken again).
+   * @throws the query's error when the session is still held but the read failed.
+   */
+  readRebuildEpoch(serial: number): Promise<SessionEpochRead>;
+  /** Resolves true once a session holds the lock (at once when one does), false when `signal` aborts. */
+  whenHeld(signal: AbortSignal): Promise<boolean>;
+}
+
+/** Options of {@link GenerationEpoch}. */
+export interface GenerationEpochOptions {
+  readonly generation: number;
+  readonly session: EpochSession;
+  /** Called once when the generation cannot be trusted: the member rejoins the group. */
+  readonly onUnproven: (generation: number) => void;
+}
+
+/**
+ * One generation's rebuild epoch: read on the lock session held at the join, read again on that
+ * session after a failed read, and given up (PROJECTION_REBUILT: the batch is treated as fetched
+ * before a rebuild) once that session is gone.
+ */
 export class GenerationEpoch {
+  readonly generation: number;
+  /** The lock session held when the generation was reported; undefined: none was. */
+  private readonly serial: number | undefined;
   private pending: Promise<string> | undefined;
+  private unproven: ReplayableError | undefined;
 
-  /** Starts reading at once. */
-  constructor(private readonly read: RebuildEpochReader) {
+  /** Notes the session held now and starts reading at once. */
+  constructor(private readonly options: GenerationEpochOptions) {
+    this.generation = options.generation;
+    this.serial = options.session.heldSession();
     this.pending = this.start();
+    // A rejection here is seen by the transactions that wait for the epoch, not by the constructor.
+    this.pending.catch(() => undefined);
   }
 
   /**
-   * The epoch. A failed read rejects its waiters (the transaction counts as failed, and the retry
-   * policy waits) and the next call reads again.
+   * The epoch. A failed read on the session still held rejects its waiters (the transaction counts
+   * as failed, and the retry policy waits) and the next call reads again on that session.
+   * @throws ReplayableError PROJECTION_REBUILT when the session held at the join is gone (or none
+   *   was held): the generation's batches must be dropped; the member rejoins the group.
    */
   value(): Promise<string> {
+    if (this.unproven !== undefined) return Promise.reject(this.unproven);
     this.pending ??= this.start();
     return this.pending;
   }
@@ -32,5 +81,23 @@ export class GenerationEpoch {
       if (this.pending === reading) this.pending = undefined;
     });
     return reading;
+  }
+
+  private async read(): Promise<string> {
+    const read =
+      this.serial === undefined
+        ? ({ kind: "lost" } as const)
+        : await this.options.session.readRebuildEpoch(this.serial);
+    if (read.kind === "read") return read.epoch;
+    if (this.unproven !== undefined) throw this.unproven;
+    this.unproven = new ReplayableError(
+      "PROJECTION_REBUILT",
+      this.serial === undefined
+        ? "no PostgreSQL session held the projection's shared advisory lock when this generation began, so a rebuild may have run since its fetch positions were read; rejoining the consumer group"
+        : "the PostgreSQL session holding the projection's shared advisory lock was lost before this generation's rebuild epoch was read on it, so a rebuild may have run since its fetch positions were read; rejoining the consumer group",
+      { context: { generation: this.generation, unproven: true } },
+    );
+    this.options.onUnproven(this.generation);
+    throw this.unproven;
   }
 }

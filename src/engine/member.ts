@@ -7,14 +7,22 @@
 import type { Logger } from "pino";
 import type { Feed, FeedListener, FetchedBatch } from "../feed.js";
 import { partitionKey, type Assignment, type PartitionKey } from "../topicPartition.js";
-import { GenerationEpoch, type RebuildEpochReader } from "./generationEpoch.js";
+import { GenerationEpoch, type EpochSession } from "./generationEpoch.js";
 import type { MemberEvents } from "./memberEvents.js";
 import { PartitionWorker, type PartitionWorkerOptions } from "./partitionWorker.js";
 
 /** What every worker of the member shares. */
 export type WorkerSettings = Omit<
   PartitionWorkerOptions,
-  "topic" | "partition" | "generation" | "rebuildEpoch" | "feed" | "events" | "memberSignal" | "log"
+  | "topic"
+  | "partition"
+  | "generation"
+  | "rebuildEpoch"
+  | "feed"
+  | "events"
+  | "memberSignal"
+  | "rejoin"
+  | "log"
 >;
 
 /** Options of {@link Member}. */
@@ -22,8 +30,12 @@ export interface MemberOptions {
   readonly feed: Feed;
   readonly events: MemberEvents;
   readonly workers: WorkerSettings;
-  /** Reads the projection's rebuild epoch; called at each assignment (docs/design.md "The rebuild epoch"). */
-  readonly readRebuildEpoch: RebuildEpochReader;
+  /**
+   * The session holding the projection's shared advisory lock: each generation's rebuild epoch is
+   * read on it, and trusted only when the session held at the join answered the read
+   * (docs/design.md "The rebuild epoch").
+   */
+  readonly epochSession: EpochSession;
   readonly log: Logger;
 }
 
@@ -34,6 +46,8 @@ export class Member implements FeedListener {
   private generation = 0;
   /** The rebuild epoch of the latest generation, read when the feed reported it. */
   private rebuildEpoch: GenerationEpoch | undefined;
+  /** The latest generation the member asked the feed to leave by a rejoin. */
+  private rejoinAsked = 0;
   private readonly abort = new AbortController();
   private started: Promise<void> | undefined;
   private stopped: Promise<void> | undefined;
@@ -66,7 +80,7 @@ export class Member implements FeedListener {
   assigned(generation: number, assignment: Assignment): void {
     this.generation = generation;
     // Before any transaction of the generation: each waits for it (docs/design.md "The rebuild epoch").
-    const rebuildEpoch = new GenerationEpoch(this.options.readRebuildEpoch);
+    const rebuildEpoch = this.generationEpoch(generation);
     this.rebuildEpoch = rebuildEpoch;
     const assigned = new Set<PartitionKey>();
     for (const [topic, partitions] of Object.entries(assignment)) {
@@ -108,7 +122,7 @@ export class Member implements FeedListener {
 
   private newWorker(topic: string, partition: number, generation: number): PartitionWorker {
     const { feed, events, log, workers } = this.options;
-    this.rebuildEpoch ??= new GenerationEpoch(this.options.readRebuildEpoch);
+    this.rebuildEpoch ??= this.generationEpoch(generation);
     return new PartitionWorker({
       ...workers,
       topic,
@@ -119,7 +133,38 @@ export class Member implements FeedListener {
       events,
       log,
       memberSignal: this.abort.signal,
+      rejoin: (dropped) => this.rejoin(dropped),
     });
+  }
+
+  /** The rebuild epoch of `generation`, read on the lock session held now (generationEpoch.ts). */
+  private generationEpoch(generation: number): GenerationEpoch {
+    return new GenerationEpoch({
+      generation,
+      session: this.options.epochSession,
+      onUnproven: (unproven) => this.rejoin(unproven),
+    });
+  }
+
+  /**
+   * Asks the feed to rejoin the group, once per generation, when `generation` was given up (its
+   * epoch unproven, or a batch refused with PROJECTION_REBUILT): its fetchers go on from positions
+   * the engine will not apply, and nothing else would start a rebalance. Waits until the lock's
+   * session is held again, as the next generation's epoch is read on it; a later join makes the
+   * request moot.
+   */
+  private rejoin(generation: number): void {
+    if (generation !== this.generation || generation <= this.rejoinAsked) return;
+    this.rejoinAsked = generation;
+    const { epochSession, feed, log } = this.options;
+    void epochSession.whenHeld(this.abort.signal).then(
+      (held) => {
+        if (!held || generation !== this.generation || this.abort.signal.aborted) return;
+        log.warn({ generation }, "rejoining the consumer group: this generation's batches were dropped");
+        feed.rejoin(generation);
+      },
+      () => undefined,
+    );
   }
 
   /** Revokes every worker and waits until each has settled its transaction in flight. */

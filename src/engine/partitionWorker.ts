@@ -29,8 +29,9 @@
  * Every transaction carries the rebuild epoch read for its batch's generation ({@link
  * GenerationEpoch}), and waits for it. A transaction refused with PROJECTION_REBUILT (the batch was
  * fetched before a rebuild, by a member whose generation ended: docs/design.md "The rebuild
- * epoch") applied nothing: the worker drops that generation's batches, commits nothing, and waits
- * for the next generation, whose batches start from the offsets the rebuild reset.
+ * epoch"), or whose generation's epoch could not be proven, applied nothing: the worker drops that
+ * generation's batches, commits nothing, and asks the member to rejoin the group; the next
+ * generation's batches start from the committed offsets (those the rebuild reset).
  *
  * Orthogonal to the state: while the worker holds its lane's depth of batches (the one applied plus,
  * with REPLAYABLE_PREFETCH, one fetched behind it) it asks the feed to pause the partition, and
@@ -137,6 +138,11 @@ export interface PartitionWorkerOptions extends TopicPartition {
   readonly prefetch: boolean;
   /** Aborted when the member stops. */
   readonly memberSignal: AbortSignal;
+  /**
+   * Asks the member to rejoin the group: `generation`'s batches were dropped after
+   * PROJECTION_REBUILT, and no rebalance would otherwise start (Member.rejoin).
+   */
+  readonly rejoin: (generation: number) => void;
   /** The partition's high watermark now, asked once before calling a checkpoint ahead of the log. */
   readonly currentHighWatermark: (tp: TopicPartition) => Promise<string | undefined>;
   readonly log: Logger;
@@ -587,9 +593,11 @@ export class PartitionWorker implements TopicPartition {
   }
 
   /**
-   * Acts on `rebuilt`: the batch's generation ended before a rebuild. Drops the batches of that
-   * generation held and to come (nothing applied, nothing committed), logs once, and waits for the
-   * next assignment; the lane empties, so the partition's fetching is resumed.
+   * Acts on `rebuilt`: the batch's generation ended before a rebuild, or its epoch could not be
+   * proven. Drops the batches of that generation held and to come (nothing applied, nothing
+   * committed), logs once, and asks the member to rejoin the group: a member the group still counts
+   * (its epoch read late) would otherwise wait for a rebalance nothing starts. The lane empties, so
+   * the partition's fetching is resumed.
    */
   private dropRebuiltGeneration(batch: FetchedBatch, error: ReplayableError): void {
     if (this.rebuiltGeneration === batch.generation) return;
@@ -597,8 +605,9 @@ export class PartitionWorker implements TopicPartition {
     if (batch.generation === this.generation) this.waiting.length = 0;
     this.log.warn(
       { err: error, generation: batch.generation, firstOffset: batch.firstOffset },
-      "projection rebuilt after this generation fetched the batch; its batches are dropped until the next assignment",
+      "projection rebuilt (or its rebuild epoch unproven) after this generation fetched the batch; its batches are dropped and the member rejoins the group",
     );
+    this.options.rejoin(batch.generation);
   }
 
   /** Stops on a failure no retry can fix: no more batches; the member is told and stops. */

@@ -14,13 +14,21 @@
  * its connection is destroyed and the lock taken again. The lock is lost from view within the
  * interval plus the query timeout (70 s at the defaults). The check also keeps the session from
  * being idle longer than the interval, so an `idle_session_timeout` above it never ends it.
+ *
+ * Each session taken has a serial number, and each consumer group generation's rebuild epoch is
+ * read on the session held when the generation began ({@link ProjectionLockSession.readRebuildEpoch}):
+ * an answer on that session proves that the shared lock was held, and so that no rebuild ran,
+ * from the join through the read (docs/design.md "The rebuild epoch").
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import type pg from "pg";
 import type { Logger } from "pino";
 import { backoffDelayMs } from "../backoff.js";
-import { ReplayableError } from "../errors.js";
+import { ReplayableError, classifyPgError, errorMessage } from "../errors.js";
 import { advisoryUnlock, projectionLock, tryAdvisoryLock } from "../sql/advisoryLocks.js";
+import { failpoint } from "../failpoints.js";
+import { readRebuildEpoch } from "../sql/lockCheckpoint.js";
+import type { EpochSession, SessionEpochRead } from "./generationEpoch.js";
 import type { RetryTiming } from "./retryPolicy.js";
 
 /**
@@ -52,8 +60,12 @@ export interface ProjectionLockSessionOptions {
 }
 
 /** The projection's shared advisory lock of one member. */
-export class ProjectionLockSession {
+export class ProjectionLockSession implements EpochSession {
   private client: pg.PoolClient | undefined;
+  /** Sessions taken since start: the serial of the one held (or last held). */
+  private serial = 0;
+  /** Resolved when a session is taken ({@link whenHeld}). */
+  private waiters: (() => void)[] = [];
   /** When the loss of the lock's session was last logged as a warning (epoch ms). */
   private lossWarnedAt: number | undefined;
   /** Lock sessions lost since start (each one taken again). */
@@ -92,7 +104,54 @@ export class ProjectionLockSession {
       return;
     }
     this.client = client;
+    this.serial += 1;
     this.scheduleCheck(client);
+    for (const wake of this.waiters.splice(0)) wake();
+  }
+
+  /** {@inheritDoc EpochSession.heldSession} */
+  heldSession(): number | undefined {
+    return this.client === undefined ? undefined : this.serial;
+  }
+
+  /**
+   * Reads the projection's rebuild epoch on session `serial`. A PostgreSQL session is one backend on
+   * one connection, and a session lock lasts until it is unlocked or the backend exits: an answer on
+   * the connection taken as `serial` proves the shared lock was held from its taking through the
+   * read, so no rebuild (which needs the exclusive lock) ran in between.
+   * @returns `lost` when `serial` is not the session held now, or it was lost during the read.
+   * @throws the query's error when the session is still held (e.g. a statement timeout).
+   */
+  async readRebuildEpoch(serial: number): Promise<SessionEpochRead> {
+    await failpoint("rebuild-epoch-read");
+    const client = this.client;
+    if (client === undefined || this.serial !== serial) return { kind: "lost" };
+    try {
+      return { kind: "read", epoch: await readRebuildEpoch(client, this.options.projection) };
+    } catch (error) {
+      if (this.client !== client) return { kind: "lost" };
+      // The connection's own "error" event may come a moment later, or never (a query on a client
+      // already ended): a connection failure loses the session now, and it is taken again.
+      if (classifyPgError(error).reason === "connection") {
+        this.lost(client, error instanceof Error ? error : new Error(errorMessage(error)));
+        return { kind: "lost" };
+      }
+      throw error;
+    }
+  }
+
+  /** {@inheritDoc EpochSession.whenHeld} */
+  whenHeld(signal: AbortSignal): Promise<boolean> {
+    if (this.client !== undefined) return Promise.resolve(true);
+    if (signal.aborted) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      const onAbort = () => resolve(false);
+      signal.addEventListener("abort", onAbort, { once: true });
+      this.waiters.push(() => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(true);
+      });
+    });
   }
 
   /**

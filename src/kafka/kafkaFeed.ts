@@ -92,6 +92,10 @@ export class KafkaFeed implements Feed {
   private generation = 0;
   /** The partitions the engine paused, paused again after a join (a KafkaJS restart forgets them). */
   private readonly paused = new Set<PartitionKey>();
+  /** The generation the engine asked to leave by a rejoin ({@link rejoin}), not yet begun. */
+  private rejoinAsked: number | undefined;
+  /** The consumer's stop and run of a rejoin, while it lasts. */
+  private rejoining: Promise<void> | undefined;
 
   constructor(private readonly options: KafkaFeedOptions) {
     this.consumer = options.kafka.consumer({
@@ -158,6 +162,8 @@ export class KafkaFeed implements Feed {
     this.stopRequested = true;
     this.stopped ??= (async () => {
       clearTimeout(this.restartTimer);
+      // A rejoin's run() under way would leave a consumer joining behind disconnect(): let it end.
+      await this.rejoining;
       // The engine's transactions run outside KafkaJS's eachBatch, which disconnect() would not
       // wait for: stop fetching (no busy re-fetch loop meanwhile), let them commit, then leave.
       try {
@@ -193,6 +199,18 @@ export class KafkaFeed implements Feed {
     this.consumer.setFetchLimits(limits);
   }
 
+  /**
+   * {@inheritDoc Feed.rejoin}
+   * KafkaJS has no call that rejoins a running consumer's group, so the consumer is stopped (it
+   * leaves the group: the group rebalances) and run again (it joins; a new offset manager fetches
+   * every partition from its committed offset). Done at the consumer's next fetch: KafkaJS's
+   * `stop()` does nothing to a consumer still joining its group, which would go on running.
+   */
+  rejoin(generation: number): void {
+    if (this.stopRequested || !this.joined || generation !== this.generation) return;
+    this.rejoinAsked = generation;
+  }
+
   /** {@inheritDoc Feed.commit} */
   commit(tp: TopicPartition, nextOffset: string, generation: number): Promise<CommitResult> {
     return this.commits.commit(tp, nextOffset, generation);
@@ -208,8 +226,10 @@ export class KafkaFeed implements Feed {
 
   /** Subscribes to the consumer's instrumentation events. */
   private listen(): void {
-    const { GROUP_JOIN, CRASH, STOP, END_BATCH_PROCESS } = this.consumer.events;
+    const { GROUP_JOIN, CRASH, STOP, END_BATCH_PROCESS, FETCH_START } = this.consumer.events;
     this.consumer.on(GROUP_JOIN, (event) => this.onGroupJoin(event.payload));
+    // KafkaJS emits it only while its runner runs (joined): a rejoin asked for starts here.
+    this.consumer.on(FETCH_START, () => this.startRejoin());
     // KafkaJS does not call eachBatch for a fetch that held only transaction markers or aborted
     // records (it resolves the offset itself); this event reports it, so the checkpoint and the
     // committed offset move past them too (otherwise lag never reaches 0 on a transactional topic).
@@ -260,6 +280,28 @@ export class KafkaFeed implements Feed {
       "joined consumer group",
     );
     this.listener?.assigned(this.generation, payload.memberAssignment);
+  }
+
+  /** Stops and runs the consumer again for the rejoin asked for, unless a join came since. */
+  private startRejoin(): void {
+    const generation = this.rejoinAsked;
+    if (generation === undefined || this.rejoining !== undefined) return;
+    this.rejoinAsked = undefined;
+    if (generation !== this.generation || this.stopRequested) return;
+    this.options.log.warn(
+      { generation },
+      "leaving and joining the consumer group again: the partitions are fetched again from their committed offsets",
+    );
+    this.rejoining = (async () => {
+      try {
+        await this.consumer.stop();
+        if (!this.stopRequested) await this.consumer.run(this.runConfig());
+      } catch (error) {
+        if (!this.stopRequested) this.scheduleRestart(error as Error);
+      } finally {
+        this.rejoining = undefined;
+      }
+    })();
   }
 
   private onCrash(error: Error, restart: boolean): void {

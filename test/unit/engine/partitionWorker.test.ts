@@ -6,7 +6,7 @@
  */
 import { describe, expect, it, vi } from "vitest";
 import { notAscending } from "../../../src/engine/applyBatch.js";
-import { GenerationEpoch } from "../../../src/engine/generationEpoch.js";
+import { GenerationEpoch, type EpochSession } from "../../../src/engine/generationEpoch.js";
 import { Member } from "../../../src/engine/member.js";
 import { MemberEvents, type MemberEventMap } from "../../../src/engine/memberEvents.js";
 import {
@@ -75,6 +75,10 @@ class FakeFeed implements Feed {
     const answer = Promise.resolve(result);
     this.commits.push(answer);
     return answer;
+  }
+
+  rejoin(generation: number): void {
+    this.calls.push(`rejoin ${generation}`);
   }
 
   async stop(drain: () => Promise<void>): Promise<void> {
@@ -207,7 +211,7 @@ async function setup(options: Setup = {}) {
     feed,
     events,
     log,
-    readRebuildEpoch: options.readRebuildEpoch ?? db.readRebuildEpoch,
+    epochSession: heldSession(options.readRebuildEpoch ?? db.readRebuildEpoch),
     workers: {
       runTransaction: db.run,
       slots: options.slots ?? ((run) => run()),
@@ -219,6 +223,15 @@ async function setup(options: Setup = {}) {
   });
   await member.start();
   return { feed, db, member, seen, committed };
+}
+
+/** A lock session held throughout, whose epoch reads `read` answers (test/unit/engine/rebuildEpochSession.test.ts loses it). */
+function heldSession(read: () => Promise<string>): EpochSession {
+  return {
+    heldSession: () => 1,
+    readRebuildEpoch: async () => ({ kind: "read", epoch: await read() }),
+    whenHeld: () => Promise.resolve(true),
+  };
 }
 
 /** A PostgreSQL serialization failure (SQLSTATE 40001): transient. */
@@ -421,7 +434,9 @@ describe("PartitionWorker (through Member, with a fake feed and database)", () =
     feed.listener.fetched(batch(first, 20, 29));
     await vi.waitFor(() => expect(db.requests).toHaveLength(2));
     gate.resolve();
-    await vi.waitFor(() => expect(feed.calls.at(-1)).toBe("resume 0"));
+    // The member asks to rejoin: nothing else would start a rebalance (rebuildEpochSession.test.ts).
+    await vi.waitFor(() => expect(feed.calls.filter((c) => !c.startsWith("rejoin")).at(-1)).toBe("resume 0"));
+    expect(feed.calls.filter((c) => c.startsWith("rejoin"))).toEqual([`rejoin ${first}`]);
     feed.listener.fetched(batch(first, 30, 39));
     await new Promise((resolve) => setImmediate(resolve));
     expect(db.requests).toHaveLength(2);
@@ -456,11 +471,15 @@ describe("PartitionWorker (through Member, with a fake feed and database)", () =
     /** One slot, closed until `open` resolves: the test decides when the first transaction starts. */
     function closedSlot() {
       const open = deferred();
+      let asked = 0;
       const slots = async <T>(run: () => Promise<T>): Promise<T> => {
+        asked += 1;
         await open.promise;
         return run();
       };
-      return { open, slots };
+      /** Transactions that asked for the slot so far. */
+      const waiting = () => asked;
+      return { open, slots, waiting };
     }
 
     it("applies them in one transaction through the last one's offsets, with one offset commit", async () => {
@@ -509,11 +528,11 @@ describe("PartitionWorker (through Member, with a fake feed and database)", () =
     });
 
     it("never takes a batch of a later generation into a transaction of an earlier one (a rebalance that kept the partition)", async () => {
-      const { open, slots } = closedSlot();
+      const { open, slots, waiting } = closedSlot();
       const { feed, db } = await setup({ prefetch: true, slots });
       const first = feed.join([0]);
       feed.listener.fetched(batch(first, 0, 9)); // waits for the slot across the rebalance
-      await vi.waitFor(() => expect(db.epochReads).toHaveLength(1));
+      await vi.waitFor(() => expect(waiting()).toBe(1));
       const second = feed.join([0]);
       feed.listener.fetched(batch(second, 0, 9)); // fetched again from the committed offset
       open.resolve();
@@ -648,7 +667,12 @@ describe("PartitionWorker: a revoked partition's failed transaction (driven dire
     events
       .on("batchCommitted", (e) => seen.push(`batchCommitted ${e.lastOffset}`))
       .on("retried", (e) => seen.push(`retried ${e.attempt} from ${e.fromOffset}`));
-    const epoch = () => new GenerationEpoch(db.readRebuildEpoch);
+    const epoch = (generation = 1) =>
+      new GenerationEpoch({
+        generation,
+        session: heldSession(db.readRebuildEpoch),
+        onUnproven: () => undefined,
+      });
     const worker = new PartitionWorker({
       topic: TOPIC,
       partition: 0,
@@ -663,6 +687,7 @@ describe("PartitionWorker: a revoked partition's failed transaction (driven dire
       prefetch: false,
       memberSignal: new AbortController().signal,
       currentHighWatermark: () => Promise.resolve(undefined),
+      rejoin: () => undefined,
       log,
       random: () => 0.999,
     });
@@ -705,7 +730,7 @@ describe("PartitionWorker: a revoked partition's failed transaction (driven dire
     await vi.waitFor(() => expect(db.requests).toHaveLength(1));
     worker.revoke();
     feed.generation = 2;
-    worker.assign(2, epoch());
+    worker.assign(2, epoch(2));
     gate.reject(serializationFailure()); // the old generation's transaction fails after the assignment
     worker.offer(batch(2, 0, 9)); // fetched again from the committed offset
     await vi.waitFor(() => expect(feed.committed()).toEqual(["commit 0@10 committed"]));
@@ -722,7 +747,7 @@ describe("PartitionWorker: a revoked partition's failed transaction (driven dire
     await vi.waitFor(() => expect(seen).toEqual(["retried 1 from 0"]));
     worker.revoke();
     feed.generation = 2;
-    worker.assign(2, epoch()); // before the back-off has seen the revoke
+    worker.assign(2, epoch(2)); // before the back-off has seen the revoke
     worker.offer(batch(2, 0, 9));
     await vi.waitFor(() => expect(feed.committed()).toEqual(["commit 0@10 committed"]));
     expect(db.requests).toHaveLength(2);

@@ -1,0 +1,83 @@
+/**
+ * The rebuild epoch read on the projection's advisory-lock session (issue 25, item 1; docs/design.md
+ * "The rebuild epoch") against a real PostgreSQL: an answer comes only from the session taken under
+ * the serial asked for, and a session whose backend was terminated proves nothing, whether or not
+ * its client has heard of the loss yet; the session taken again has a new serial.
+ */
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { createPool } from "../../../src/db/pool.js";
+import { ProjectionLockSession } from "../../../src/engine/projectionLockSession.js";
+import { createLogger } from "../../../src/logger.js";
+import { readRebuildEpoch } from "../../../src/sql/lockCheckpoint.js";
+import { createTestDatabase, uniqueName, waitFor, type TestDatabase } from "../../helpers/stack.js";
+
+let db: TestDatabase;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+});
+
+afterAll(async () => {
+  await db?.drop();
+});
+
+/** The backend pid of the sessions named `application`. */
+async function backends(application: string): Promise<number[]> {
+  const { rows } = await db.pool.query<{ pid: number }>(
+    "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = $1",
+    [application],
+  );
+  return rows.map((r) => r.pid);
+}
+
+it("reads the epoch on the session held since a serial, answers `lost` for a terminated session whether or not its client noticed, and reads on the session taken again", async () => {
+  const projection = uniqueName("p");
+  const application = `${projection}:lock`;
+  const pool = createPool({ connectionString: db.url, max: 1, applicationName: application });
+  const abort = new AbortController();
+  const lockedOut: Error[] = [];
+  const session = new ProjectionLockSession({
+    pool,
+    projection,
+    retry: { initialMs: 50, maxMs: 200 },
+    signal: abort.signal,
+    onLockedOut: (error) => lockedOut.push(error),
+    log: createLogger("silent"),
+  });
+  try {
+    expect(session.heldSession()).toBeUndefined();
+    await session.take();
+    const first = session.heldSession()!;
+    expect(first).toBeDefined();
+    await db.pool.query(
+      `INSERT INTO replayable.rebuilds (projection, group_id, os_user, host, offsets)
+       VALUES ($1, 'g', 'test', 'test', '{}')`,
+      [projection],
+    );
+    const epoch = await readRebuildEpoch(db.pool, projection);
+    expect(epoch).not.toBe("0");
+    expect(await session.readRebuildEpoch(first)).toEqual({ kind: "read", epoch });
+    expect(await session.readRebuildEpoch(first + 1)).toEqual({ kind: "lost" });
+
+    // The backend is terminated (and with it the lock); the read is sent whether or not the client
+    // has had its "error" event yet.
+    const [pid] = await backends(application);
+    await db.pool.query("SELECT pg_terminate_backend($1)", [pid]);
+    await waitFor("the backend to exit", async () =>
+      (await backends(application)).includes(pid!) ? undefined : true,
+    );
+    expect(await session.readRebuildEpoch(first)).toEqual({ kind: "lost" });
+
+    // The lock is taken again on a new session, with a new serial; the old one stays lost.
+    expect(await session.whenHeld(abort.signal)).toBe(true);
+    const second = await waitFor("the lock taken again", () => session.heldSession());
+    expect(second).toBeGreaterThan(first);
+    expect(await session.readRebuildEpoch(first)).toEqual({ kind: "lost" });
+    expect(await session.readRebuildEpoch(second)).toEqual({ kind: "read", epoch });
+    expect(lockedOut).toEqual([]);
+  } finally {
+    abort.abort();
+    await session.release();
+    await pool.end();
+  }
+});
