@@ -6,8 +6,17 @@
  * which is one more re-send of the same events (the ledger dedupes by `ce_id`). Every send is in the
  * history with the offsets the brokers gave it, every failure with its error.
  *
+ * KafkaJS 2.2.4's `send()` can resolve without having written the records of one partition: when
+ * a partition's leader moves during a send, the retry skips every broker that answered the first
+ * attempt (`brokersWithoutResponse` in kafkajs/src/producer/sendMessages.js), so a partition that
+ * moved to such a broker is never sent, and its RecordMetadata is simply missing from the result.
+ * The soak found this (seed 1, a leader reassignment). So each record's partition is computed here
+ * with KafkaJS's own DefaultPartitioner (murmur2 of the key, as the brokers' clients do) and set
+ * on the message, and a send whose result lacks one of its partitions is written to the history
+ * (`produce-incomplete`) and those records are sent again.
+ *
  * The checker does not trust this producer's view: the model is computed from what the log holds
- * (src: {@link readLog} in checker.ts). This producer's acknowledged event ids are checked against
+ * ({@link readLog} in checker.ts). This producer's acknowledged event ids are checked against
  * the log only to tell a record Kafka lost from one the consumer lost.
  */
 import { setTimeout as sleep } from "node:timers/promises";
@@ -24,6 +33,8 @@ export interface LedgerProducerOptions {
   readonly records: readonly OutgoingRecord[];
   /** Records per second to aim at. */
   readonly ratePerSecond: number;
+  /** Partitions of the topic (to compute each record's partition as KafkaJS's DefaultPartitioner does). */
+  readonly partitions: number;
   /** Records per send; default 20. */
   readonly batchSize?: number;
   readonly history: History;
@@ -39,6 +50,8 @@ export class LedgerProducer {
   readonly acked = new Set<string>();
   /** Sends that failed (each was retried). */
   failures = 0;
+  /** Sends that resolved without a partition's acknowledgement (its records were sent again). */
+  incomplete = 0;
 
   constructor(private readonly options: LedgerProducerOptions) {}
 
@@ -75,29 +88,49 @@ export class LedgerProducer {
   }
 
   async #run(): Promise<void> {
-    const { records, history, topic } = this.options;
+    const { records, history, topic, partitions } = this.options;
     const batchSize = this.options.batchSize ?? 20;
+    const partitioner = Partitioners.DefaultPartitioner();
+    const partitionMetadata = Array.from({ length: partitions }, (_, i) => ({
+      partitionId: i,
+      leader: 0,
+      replicas: [],
+      isr: [],
+      partitionErrorCode: 0,
+    }));
+    const partitionOf = (r: OutgoingRecord) =>
+      partitioner({ topic, partitionMetadata, message: { key: r.key, value: r.value } });
     const intervalMs = (1000 * batchSize) / this.options.ratePerSecond;
     let due = Date.now();
     while (!this.#stopping && this.#next < records.length) {
       const batch = records.slice(this.#next, this.#next + batchSize);
+      let pending = batch.map((r) => ({ record: r, partition: partitionOf(r) }));
       let attempt = 0;
-      for (;;) {
+      while (pending.length > 0) {
         attempt += 1;
         try {
           const meta = await this.#producer!.send({
             topic,
             acks: -1,
             compression: CompressionTypes.None,
-            messages: batch.map((r) => ({ key: r.key, value: r.value, headers: { ...r.headers } })),
+            messages: pending.map(({ record: r, partition }) => ({
+              key: r.key,
+              value: r.value,
+              headers: { ...r.headers },
+              partition,
+            })),
           });
-          history.write("produce", {
+          const answered = new Set(meta.map((m) => m.partition));
+          const missing = [...new Set(pending.map((p) => p.partition))].filter((p) => !answered.has(p));
+          history.write(missing.length === 0 ? "produce" : "produce-incomplete", {
             from: this.#next,
-            count: batch.length,
+            count: pending.length,
             attempt,
             offsets: meta.map((m) => ({ partition: m.partition, baseOffset: m.baseOffset })),
+            ...(missing.length === 0 ? {} : { missing }),
           });
-          break;
+          if (missing.length > 0) this.incomplete += 1;
+          pending = pending.filter((p) => missing.includes(p.partition));
         } catch (error) {
           this.failures += 1;
           history.write("produce-error", {

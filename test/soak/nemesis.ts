@@ -322,6 +322,8 @@ export class Nemesis {
         "replay",
         "--group",
         group,
+        "--projection",
+        "ledger",
         "--all-topics",
         ...spec,
         "--execute",

@@ -159,7 +159,8 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
     history,
   );
   const stream = generateLedgerStream({
-    count: Math.ceil(rate * options.seconds * 1.5) + 100,
+    // More than the producer can send in the time: it stops when the faults stop.
+    count: Math.ceil(rate * (options.seconds + 600)),
     duplicateRate: options.duplicateRate ?? 0.1,
     seed: options.seed,
     idPrefix: `soak-${suffix}-`,
@@ -168,6 +169,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
     kafka,
     topic,
     records: stream.records,
+    partitions,
     ratePerSecond: rate,
     history,
   });
@@ -212,6 +214,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
     history.write("faults-stopped", {
       produced,
       produceFailures: producer.failures,
+      produceIncomplete: producer.incomplete,
       faults: Object.fromEntries(nemesis.counts),
     });
     await ensureAllBrokersUp();
@@ -231,6 +234,8 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
       "replay",
       "--group",
       group,
+      "--projection",
+      "ledger",
       "--all-topics",
       "--to-earliest",
       "--execute",
