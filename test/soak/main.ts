@@ -6,8 +6,10 @@
  *   and the last replay take a few minutes more;
  * - SOAK_SEED: the seed (32-bit unsigned; default: a random one, printed);
  * - SOAK_MEMBERS (default 3), SOAK_RATE (records/s, default 40);
- * - the soak's own three-broker cluster: KAFKA_CLUSTER_PORT (default 39092),
- *   KAFKA_CLUSTER_CONTROLLER_PORT (default 39192), KAFKA_CLUSTER_DATA_DIR (default .data/kafka-soak);
+ * - the soak's own three-broker cluster: KAFKA_CLUSTER_PORT (client listeners, default 39092..),
+ *   KAFKA_CLUSTER_CONTROLLER_PORT (39192..), KAFKA_CLUSTER_INTERNAL_PORT (inter-broker and the soak's
+ *   own clients, 39292..), KAFKA_CLUSTER_ADVERTISED_PORT (what the brokers advertise: the soak's
+ *   fault proxies listen there, 39392..), KAFKA_CLUSTER_DATA_DIR (default .data/kafka-soak);
  *   started when not running (`KAFKA_NODES=3 scripts/kafka/kafka.sh up`) and left running
  *   (`make soak-down` stops it);
  * - DATABASE_URL: the PostgreSQL server (a database `soak_<seed>_<hex>` is created there, and
@@ -21,10 +23,13 @@ const env = process.env;
 env.KAFKA_NODES = "3";
 env.KAFKA_CLUSTER_PORT ??= "39092";
 env.KAFKA_CLUSTER_CONTROLLER_PORT ??= "39192";
+env.KAFKA_CLUSTER_INTERNAL_PORT ??= "39292";
+env.KAFKA_CLUSTER_ADVERTISED_PORT ??= "39392";
 env.KAFKA_CLUSTER_DATA_DIR ??= join(root, ".data", "kafka-soak");
-const first = Number(env.KAFKA_CLUSTER_PORT);
-// The helpers read KAFKA_BROKERS when imported: set it before the runner is loaded.
-env.KAFKA_BROKERS = [0, 1, 2].map((i) => `127.0.0.1:${first + i}`).join(",");
+// The soak's own clients and kafka.sh's tools use the INTERNAL listeners; the members, the proxies
+// on the advertised ports. The helpers read KAFKA_BROKERS when imported: set before the runner loads.
+const internal = Number(env.KAFKA_CLUSTER_INTERNAL_PORT);
+env.KAFKA_BROKERS = [0, 1, 2].map((i) => `127.0.0.1:${internal + i}`).join(",");
 
 function int(name: string, fallback: number, min: number, max: number): number {
   const raw = env[name];
@@ -58,5 +63,10 @@ const result = await runSoak({
   ratePerSecond: rate,
   serverUrl: env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test",
   runDir,
+  proxies: {
+    clientPort: Number(env.KAFKA_CLUSTER_PORT),
+    advertisedPort: Number(env.KAFKA_CLUSTER_ADVERTISED_PORT),
+    nodes: 3,
+  },
 });
 process.exit(result.ok ? 0 : 1);

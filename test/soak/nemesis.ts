@@ -20,8 +20,11 @@
  * - `rebuild`: `rebuild --execute` while the members run, which the CLI must refuse (group has
  *   members, advisory lock held); then the operator's way: stop the members, `rebuild --execute`,
  *   start them again (they apply the whole log anew);
- * - network faults through {@link NetworkFaults} when the runner has them (PostgreSQL or one broker
- *   silent or reset).
+ * - network faults through {@link NetworkFaults} (network.ts) when the runner has them:
+ *   `postgres-silent` / `broker-silent` (every connection of the members to PostgreSQL, or to one
+ *   broker, half-open for 2–20 s; those connections stay dead after), `postgres-reset` /
+ *   `broker-reset` (connections reset, new ones refused, for 2–20 s), `latency` (one of them slow by
+ *   50–1500 ms per chunk for 5–20 s).
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { errorMessage } from "../../src/errors.js";
@@ -56,6 +59,8 @@ export interface NetworkFaults {
   set(target: string, mode: "silent" | "reset" | { latencyMs: number }): Promise<void>;
   /** Back to pass; connections silenced stay silent (half-open) until their owner gives up. */
   restore(target: string): Promise<void>;
+  /** Connections through `target`'s proxy now (for the history). */
+  openConnections(target: string): number;
 }
 
 /** What the nemesis acts on. */
@@ -88,6 +93,7 @@ export const FAULT_WEIGHTS = {
   "postgres-reset": 1,
   "broker-silent": 2,
   "broker-reset": 1,
+  latency: 1,
 } as const;
 
 /** A fault's name. */
@@ -250,6 +256,20 @@ export class Nemesis {
         await this.#inSync(p.leader);
         return;
       }
+      case "latency": {
+        const network = this.ctx.network!;
+        const target = random.pick(network.targets);
+        const latencyMs = random.int(50, 1500);
+        const holdMs = random.int(5, 20) * 1000;
+        await this.#start(fault, { target, latencyMs, holdMs });
+        await network.set(target, { latencyMs });
+        try {
+          await sleep(holdMs);
+        } finally {
+          await network.restore(target);
+        }
+        return;
+      }
       case "replay":
         return this.#replay();
       case "rebuild":
@@ -265,7 +285,7 @@ export class Nemesis {
         const target = random.pick(pool);
         const mode = fault.endsWith("silent") ? "silent" : "reset";
         const holdMs = random.int(2, 20) * 1000;
-        await this.#start(fault, { target, mode, holdMs });
+        await this.#start(fault, { target, mode, holdMs, connections: network.openConnections(target) });
         await network.set(target, mode);
         try {
           await sleep(holdMs);

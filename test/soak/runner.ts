@@ -32,7 +32,8 @@ import { check, readDatabase, readLog, type CheckResult } from "./checker.js";
 import { LedgerProducer } from "./generator.js";
 import { History } from "./history.js";
 import { BIN, Members, ROOT } from "./members.js";
-import { Nemesis, type CliResult, type NetworkFaults } from "./nemesis.js";
+import { Nemesis, type CliResult } from "./nemesis.js";
+import { startNetwork, type BrokerPorts } from "./network.js";
 import { SoakRandom } from "./random.js";
 
 /** Options of {@link runSoak}. */
@@ -56,12 +57,11 @@ export interface SoakOptions {
   /** How long the group may take to reach lag 0 after the faults stop, in ms; default 300 000. */
   readonly settleTimeoutMs?: number;
   /**
-   * Network faults: called with the soak's database URL; returns the URL members must use (through
-   * a fault proxy) and the faults, or undefined to run without network faults.
+   * The brokers' client and advertised ports: the soak puts a fault proxy on each advertised port
+   * and one in front of PostgreSQL, and the members connect only through them (network.ts).
+   * Undefined: no proxies, no network faults (the brokers must then advertise their client ports).
    */
-  readonly network?: (
-    databaseUrl: string,
-  ) => Promise<{ databaseUrl: string; faults: NetworkFaults; close(): Promise<void> }>;
+  readonly proxies?: BrokerPorts;
   /** Progress lines; default stdout. */
   readonly log?: (line: string) => void;
 }
@@ -123,8 +123,10 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
   await server.end();
   const pool = new pg.Pool({ connectionString: databaseUrl, max: 2 });
   const admin = await KafkaAdmin.connect(kafka);
-  const network = options.network === undefined ? undefined : await options.network(databaseUrl);
+  const network =
+    options.proxies === undefined ? undefined : await startNetwork(databaseUrl, options.proxies);
   const memberDatabaseUrl = network?.databaseUrl ?? databaseUrl;
+  const memberBrokers = network?.brokers ?? BROKERS;
 
   const cli = async (args: readonly string[]): Promise<CliResult> => {
     const child = spawn(process.execPath, [BIN, ...args], {
@@ -146,7 +148,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
       topic,
       group,
       databaseUrl: memberDatabaseUrl,
-      brokers: BROKERS,
+      brokers: memberBrokers,
       logDir: options.runDir,
       env: {
         REPLAYABLE_SESSION_TIMEOUT_MS: String(SESSION_TIMEOUT_MS),
