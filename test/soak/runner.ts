@@ -305,7 +305,9 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
     out(failure!);
     out(`soak: history (JSON lines): ${history.path}; member logs in ${options.runDir}`);
     out(`soak: database ${dbName} and topic ${topic} kept for inspection`);
-    out(`soak: run it again with SOAK_SEED=${options.seed} SOAK_SECONDS=${options.seconds} make soak`);
+    out(
+      `soak: run it again with SOAK_SEED=${options.seed} SOAK_SECONDS=${options.seconds} SOAK_MEMBERS=${memberCount} SOAK_RATE=${rate} make soak`,
+    );
     out("soak: the history's last lines:");
     for (const line of history.tail(30)) out(`  ${line}`);
   }
