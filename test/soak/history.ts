@@ -42,7 +42,7 @@ export class History {
     appendFileSync(this.path, `${line}\n`);
     this.#recent.push(line);
     if (this.#recent.length > 200) this.#recent.shift();
-    if (type !== "produce") this.echo(line);
+    if (type !== "produce" && type !== "offsets") this.echo(line);
   }
 
   /** The last `n` lines written (at most 200 are kept in memory). */

@@ -6,6 +6,7 @@
  *   and the last replay take a few minutes more;
  * - SOAK_SEED: the seed (32-bit unsigned; default: a random one, printed);
  * - SOAK_MEMBERS (default 3), SOAK_RATE (records/s, default 40);
+ * - SOAK_FAULTS: a comma-separated list of the only faults to pick (default all; nemesis.ts);
  * - the soak's own three-broker cluster: KAFKA_CLUSTER_PORT (client listeners, default 39092..),
  *   KAFKA_CLUSTER_CONTROLLER_PORT (39192..), KAFKA_CLUSTER_INTERNAL_PORT (inter-broker and the soak's
  *   own clients, 39292..), KAFKA_CLUSTER_ADVERTISED_PORT (what the brokers advertise: the soak's
@@ -55,7 +56,18 @@ const runDir = join(
   `${new Date().toISOString().replace(/\D/g, "").slice(0, 14)}-seed${seed}`,
 );
 
+const faults = env.SOAK_FAULTS?.split(",")
+  .map((f) => f.trim())
+  .filter((f) => f !== "");
 const { runSoak } = await import("./runner.js");
+const { FAULT_WEIGHTS, isFaultName } = await import("./nemesis.js");
+const unknown = (faults ?? []).filter((f) => !isFaultName(f));
+if (unknown.length > 0) {
+  process.stderr.write(
+    `soak: SOAK_FAULTS names no fault ${unknown.join(", ")}; the faults: ${Object.keys(FAULT_WEIGHTS).join(", ")}\n`,
+  );
+  process.exit(2);
+}
 const result = await runSoak({
   seconds,
   seed,
@@ -63,6 +75,7 @@ const result = await runSoak({
   ratePerSecond: rate,
   serverUrl: env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test",
   runDir,
+  ...(faults === undefined || faults.length === 0 ? {} : { faults: faults.filter(isFaultName) }),
   proxies: {
     clientPort: Number(env.KAFKA_CLUSTER_PORT),
     advertisedPort: Number(env.KAFKA_CLUSTER_ADVERTISED_PORT),

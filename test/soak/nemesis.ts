@@ -76,6 +76,8 @@ export interface NemesisContext {
   /** Runs `replayable <args>` with the soak's database and brokers. */
   cli(args: readonly string[]): Promise<CliResult>;
   readonly network?: NetworkFaults;
+  /** Only these faults (default: every fault of {@link FAULT_WEIGHTS}, the network ones when `network` is set). */
+  readonly only?: readonly FaultName[];
 }
 
 /** Relative weights of the faults. */
@@ -106,6 +108,11 @@ const NETWORK_FAULTS: readonly FaultName[] = [
   "broker-reset",
 ];
 
+/** Whether `name` is a fault's name. */
+export function isFaultName(name: string): name is FaultName {
+  return Object.hasOwn(FAULT_WEIGHTS, name);
+}
+
 /** Runs faults until {@link stop} is called or `until` (epoch ms) passes; heals the last one. */
 export class Nemesis {
   #stopping = false;
@@ -130,6 +137,10 @@ export class Nemesis {
     const { random, history } = this.ctx;
     const weights: Record<string, number> = { ...FAULT_WEIGHTS };
     if (this.ctx.network === undefined) for (const f of NETWORK_FAULTS) weights[f] = 0;
+    const only = this.ctx.only;
+    if (only !== undefined)
+      for (const f of Object.keys(weights)) if (!only.includes(f as FaultName)) weights[f] = 0;
+    if (Object.values(weights).every((w) => w === 0)) throw new Error("the nemesis has no fault to pick");
     // Let the group form and apply a little before the first fault.
     await this.#quiet(random.int(3, 8) * 1000, until);
     while (!this.#stopping && Date.now() < until) {
@@ -151,16 +162,18 @@ export class Nemesis {
     while (!this.#stopping && Date.now() < end) await sleep(Math.min(500, end - Date.now()));
   }
 
-  /** The group's committed offsets and the topic's high watermarks, for the history. */
+  /** The group's committed offsets, the topic's high watermarks and its leaders, for the history. */
   async #offsets(): Promise<Record<string, unknown>> {
     try {
-      const [ends, committed] = await Promise.all([
+      const [ends, committed, state] = await Promise.all([
         this.ctx.admin.topicOffsets(this.ctx.topic),
         this.ctx.admin.committedOffsets(this.ctx.group, [this.ctx.topic]),
+        topicState(this.ctx.topic),
       ]);
       return {
         highWatermarks: Object.fromEntries(ends.map((e) => [e.partition, e.highWatermark])),
         committed: Object.fromEntries(committed.map((c) => [c.partition, c.offset])),
+        leaders: Object.fromEntries(state.map((p) => [p.partition, p.leader])),
       };
     } catch (error) {
       return { offsetsError: errorMessage(error) };

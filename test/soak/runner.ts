@@ -32,7 +32,7 @@ import { check, readDatabase, readLog, type CheckResult } from "./checker.js";
 import { LedgerProducer } from "./generator.js";
 import { History } from "./history.js";
 import { BIN, Members, ROOT } from "./members.js";
-import { Nemesis, type CliResult } from "./nemesis.js";
+import { Nemesis, type CliResult, type FaultName } from "./nemesis.js";
 import { startNetwork, type BrokerPorts } from "./network.js";
 import { SoakRandom } from "./random.js";
 
@@ -62,6 +62,8 @@ export interface SoakOptions {
    * Undefined: no proxies, no network faults (the brokers must then advertise their client ports).
    */
   readonly proxies?: BrokerPorts;
+  /** Only these faults (SOAK_FAULTS); default all. */
+  readonly faults?: readonly FaultName[];
   /** Progress lines; default stdout. */
   readonly log?: (line: string) => void;
 }
@@ -78,7 +80,15 @@ export interface SoakResult {
   readonly checks: readonly CheckResult[];
   readonly faults: Readonly<Record<string, number>>;
   readonly produced: number;
+  /** Partitions whose committed offset stood still for 2 minutes with lag (reported, not a failure). */
+  readonly stalls: number;
 }
+
+/**
+ * A partition whose committed offset stays put this long while it has lag is reported as a stall
+ * (ms): longer than any fault's hold plus a rejoin.
+ */
+const STALL_MS = 120_000;
 
 /** The members' session timeout: short, so a paused member's partitions move within the soak. */
 const SESSION_TIMEOUT_MS = 10_000;
@@ -185,8 +195,10 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
     sessionTimeoutMs: SESSION_TIMEOUT_MS,
     cli,
     ...(network === undefined ? {} : { network: network.faults }),
+    ...(options.faults === undefined ? {} : { only: options.faults }),
   });
 
+  const watch = new ProgressWatch(admin, topic, group, history);
   const checks: CheckResult[] = [];
   let failure: string | undefined;
   let snapshots: NodeJS.Timeout | undefined;
@@ -206,7 +218,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
     );
     history.write("group-formed", {});
     await producer.start();
-    snapshots = setInterval(() => void offsetsSnapshot(admin, topic, group, history), 15_000);
+    snapshots = setInterval(() => void watch.snapshot(), 15_000);
     nemesis.start(Date.now() + options.seconds * 1000);
     await sleep(options.seconds * 1000);
 
@@ -286,22 +298,24 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
     checks,
     faults: Object.fromEntries(nemesis.counts),
     produced: producer.sent,
+    stalls: watch.stalls,
   };
   history.write("soak-end", {
     ok: result.ok,
     failure,
     faults: result.faults,
     produced: result.produced,
+    stalls: result.stalls,
     checks: checks.map(brief),
   });
   if (result.ok) {
     await dropDatabase(options.serverUrl, dbName);
     await deleteTopic(kafka, topic);
     out(
-      `soak: OK, seed ${options.seed}: ${checks.map((c) => `${c.events} events in ${c.records} records, 0 lost, 0 applied twice`).join("; ")}`,
+      `soak: OK, seed ${options.seed}: ${checks.map((c) => `${c.events} events in ${c.records} records, 0 lost, 0 applied twice`).join("; ")}; ${watch.stalls} stalls of 2 minutes or more (history: "stall")`,
     );
   } else {
-    out(`soak: FAILED, seed ${options.seed}`);
+    out(`soak: FAILED, seed ${options.seed} (${watch.stalls} stalls of 2 minutes or more)`);
     out(failure!);
     out(`soak: history (JSON lines): ${history.path}; member logs in ${options.runDir}`);
     out(`soak: database ${dbName} and topic ${topic} kept for inspection`);
@@ -333,23 +347,57 @@ async function deleteTopic(kafka: ReturnType<typeof createKafka>, topic: string)
   await admin.close();
 }
 
-async function offsetsSnapshot(
-  admin: KafkaAdmin,
-  topic: string,
-  group: string,
-  history: History,
-): Promise<void> {
-  try {
-    const [ends, committed] = await Promise.all([
-      admin.topicOffsets(topic),
-      admin.committedOffsets(group, [topic]),
-    ]);
-    history.write("offsets", {
-      highWatermarks: Object.fromEntries(ends.map((e) => [e.partition, e.highWatermark])),
-      committed: Object.fromEntries(committed.map((c) => [c.partition, c.offset])),
-    });
-  } catch (error) {
-    history.write("offsets-error", { error: errorMessage(error) });
+/**
+ * Watches the group's progress: every call writes the committed offsets and high watermarks to the
+ * history, and a `stall` (once per episode) for a partition whose committed offset has not moved
+ * for {@link STALL_MS} while it had lag. A stall is reported, not failed: faults legitimately stop
+ * a partition for a while (a frozen member, a broker restarting, a replay), and the checker's lag-0
+ * wait fails a partition that never comes back.
+ */
+class ProgressWatch {
+  readonly #last = new Map<number, { offset: string; since: number; reported: boolean }>();
+  /** Stall episodes seen. */
+  stalls = 0;
+
+  constructor(
+    private readonly admin: KafkaAdmin,
+    private readonly topic: string,
+    private readonly group: string,
+    private readonly history: History,
+  ) {}
+
+  async snapshot(): Promise<void> {
+    try {
+      const [ends, committed] = await Promise.all([
+        this.admin.topicOffsets(this.topic),
+        this.admin.committedOffsets(this.group, [this.topic]),
+      ]);
+      this.history.write("offsets", {
+        highWatermarks: Object.fromEntries(ends.map((e) => [e.partition, e.highWatermark])),
+        committed: Object.fromEntries(committed.map((c) => [c.partition, c.offset])),
+      });
+      const now = Date.now();
+      for (const e of ends) {
+        const offset = committed.find((c) => c.partition === e.partition)?.offset ?? "-1";
+        const last = this.#last.get(e.partition);
+        if (last === undefined || last.offset !== offset) {
+          this.#last.set(e.partition, { offset, since: now, reported: false });
+          continue;
+        }
+        if (!last.reported && offset !== e.highWatermark && now - last.since > STALL_MS) {
+          last.reported = true;
+          this.stalls += 1;
+          this.history.write("stall", {
+            partition: e.partition,
+            committed: offset,
+            highWatermark: e.highWatermark,
+            forMs: now - last.since,
+          });
+        }
+      }
+    } catch (error) {
+      this.history.write("offsets-error", { error: errorMessage(error) });
+    }
   }
 }
 
