@@ -22,7 +22,7 @@
  *   start them again (they apply the whole log anew);
  * - network faults through {@link NetworkFaults} (network.ts) when the runner has them:
  *   `postgres-silent` / `broker-silent` (every connection of the members to PostgreSQL, or to one
- *   broker, half-open for 2–20 s; those connections stay dead after), `postgres-reset` /
+ *   broker, half-open for 2–75 s, then reset), `postgres-reset` /
  *   `broker-reset` (connections reset, new ones refused, for 2–20 s), `latency` (one of them slow by
  *   50–1500 ms per chunk for 5–20 s).
  */
@@ -75,6 +75,12 @@ export interface NemesisContext {
   readonly sessionTimeoutMs: number;
   /** Runs `replayable <args>` with the soak's database and brokers. */
   cli(args: readonly string[]): Promise<CliResult>;
+  /**
+   * {@link cli} again every 5 s while it is refused (exit code 1 and "refused" on stderr: the group
+   * still has members, or a stopped member's session still holds the advisory lock), for at most
+   * 3 minutes; each refusal goes to the history.
+   */
+  cliUntilAccepted(args: readonly string[]): Promise<CliResult>;
   readonly network?: NetworkFaults;
   /** Only these faults (default: every fault of {@link FAULT_WEIGHTS}, the network ones when `network` is set). */
   readonly only?: readonly FaultName[];
@@ -297,7 +303,8 @@ export class Nemesis {
         );
         const target = random.pick(pool);
         const mode = fault.endsWith("silent") ? "silent" : "reset";
-        const holdMs = random.int(2, 20) * 1000;
+        // Silent up to 75 s: past the member's PostgreSQL query timeout (60 s) at times.
+        const holdMs = random.int(2, mode === "silent" ? 75 : 20) * 1000;
         await this.#start(fault, { target, mode, holdMs, connections: network.openConnections(target) });
         await network.set(target, mode);
         try {
@@ -351,7 +358,7 @@ export class Nemesis {
     await this.#start("replay", { spec });
     try {
       await this.#stopGroup();
-      const r = await this.ctx.cli([
+      const r = await this.ctx.cliUntilAccepted([
         "replay",
         "--group",
         group,
@@ -402,7 +409,7 @@ export class Nemesis {
       history.write("finding", { what: "rebuild --execute succeeded while members ran" });
     try {
       await this.#stopGroup();
-      const r = await this.ctx.cli(args);
+      const r = await this.ctx.cliUntilAccepted(args);
       history.write("rebuild", {
         code: r.code,
         stdout: summary(r.stdout),

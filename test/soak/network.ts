@@ -8,8 +8,13 @@
  *
  * The faults, as the nemesis sees them ({@link NetworkFaults}):
  * - `silent`: every connection through the proxy stays open and carries nothing (half-open, as a
- *   NAT or a load balancer that dropped the flow leaves it); healing silences the connections open
- *   then for good and lets new ones pass, because a TCP stream that lost bytes never works again;
+ *   NAT or a load balancer that dropped the flow leaves it); healing resets the connections open
+ *   then (RST to both ends: the path is back and the old flow is answered with a reset, since a TCP
+ *   stream that lost bytes never works again) and lets new ones pass. Not "silent for good": the
+ *   proxy's kernel answers PostgreSQL's TCP keepalive for a connection it keeps open, so the
+ *   server would keep the backends of such connections, and a dead member's advisory lock with
+ *   them, until the proxy closes, and every later `replay`/`rebuild --execute` would be refused
+ *   (seen with seed 158); test/faults/ covers "silent for good";
  * - `reset`: open connections get an RST, new ones are reset at once; healing lets new ones pass;
  * - `{ latencyMs }`: every chunk is delivered later.
  */
@@ -84,8 +89,8 @@ export async function startNetwork(databaseUrl: string, ports: BrokerPorts): Pro
       },
       restore(name) {
         const p = proxy(name);
-        // A connection that was silent lost bytes: it must never carry data again.
-        if (p.mode === "silent") p.silenceOpenConnections();
+        // A connection that was silent lost bytes: it must never carry data again; both ends learn.
+        if (p.mode === "silent") p.setMode("reset");
         p.restore();
         return Promise.resolve();
       },

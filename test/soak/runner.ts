@@ -152,6 +152,16 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
     return { code, stdout, stderr };
   };
 
+  const cliUntilAccepted = async (args: readonly string[]): Promise<CliResult> => {
+    const deadline = Date.now() + 180_000;
+    for (;;) {
+      const r = await cli(args);
+      if (r.code !== 1 || !r.stderr.includes("refused") || Date.now() > deadline) return r;
+      history.write("refused", { command: args[0], stderr: r.stderr.trim().slice(-300) });
+      await sleep(5000);
+    }
+  };
+
   const members = new Members(
     memberCount,
     {
@@ -194,6 +204,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
     group,
     sessionTimeoutMs: SESSION_TIMEOUT_MS,
     cli,
+    cliUntilAccepted,
     ...(network === undefined ? {} : { network: network.faults }),
     ...(options.faults === undefined ? {} : { only: options.faults }),
   });
@@ -244,7 +255,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
     out("soak: replay --to-earliest --execute, then lag 0 again: nothing may change");
     await members.stopAll();
     await nemesis.waitEmpty();
-    const replay = await cli([
+    const replay = await cliUntilAccepted([
       "replay",
       "--group",
       group,

@@ -12,8 +12,13 @@ import { expect, it } from "vitest";
 import { ADMIN_DATABASE_URL, BROKERS } from "../helpers/stack.js";
 import { runSoak } from "./runner.js";
 
-/** The CI soak's fixed seed and length. */
-const SEED = 25;
+/**
+ * The CI soak's fixed seed and length. Seed 158's first faults are a leader move, PostgreSQL
+ * silent, a member frozen, a rebuild (refused while the members run, then done), a member killed
+ * and a broker's connections reset: a wide spread in two minutes, without a broker restart (a JVM
+ * start takes a minute on two loaded cores).
+ */
+const SEED = 158;
 const SECONDS = 120;
 
 it(`a ${SECONDS}-second soak (seed ${SEED}) ends with 0 records lost and 0 applied twice, and a last replay changes nothing`, async () => {
