@@ -1,7 +1,8 @@
 /**
  * Before the fault tests: PostgreSQL must answer, and the faults cluster (three nodes, ports
  * 29092..29094, advertised to clients as the proxy ports 29392..29394, INTERNAL listeners
- * 29292..29294, data in .data/kafka-faults; see test/helpers/faultClusterPorts.ts) is started or
+ * 29292..29294, all moved by FAULTS_PORT_OFFSET; data in .data/kafka-faults; see
+ * test/helpers/faultClusterPorts.ts) is started or
  * found running (idempotent). The broker proxies are not started here: they run in each test file
  * (test/helpers/faultCluster.ts), which switches them; kafka.sh checks readiness through the
  * INTERNAL listeners, so it needs no proxy. The cluster stays up afterwards; `make down` stops it.

@@ -94,7 +94,7 @@ export async function ensureFaultCluster(): Promise<void> {
 
 /** The broker proxies of one test file, by node id. */
 export interface BrokerProxies {
-  /** The proxy in front of node `nodeId` (1..3), listening on 29392 + nodeId - 1. */
+  /** The proxy in front of node `nodeId` (1..3), listening on 29392 + nodeId - 1 (+ FAULTS_PORT_OFFSET). */
   brokerProxy(nodeId: number): FaultProxy;
   /** The bootstrap list for a member under test: the proxies ({@link FAULT_PROXY_BROKERS}), joined by commas. */
   readonly bootstrap: string;

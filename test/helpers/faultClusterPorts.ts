@@ -7,27 +7,44 @@
  * inter-broker traffic on an INTERNAL listener at {@link FAULT_INTERNAL_PORT}+i-1, which also
  * serves the tests' own admin clients and producers, so a fault between the member and a broker
  * leaves the rest of the cluster, and the test's view of it, alone.
+ *
+ * FAULTS_PORT_OFFSET (default 0) moves every one of these ports by the same amount, for a second
+ * checkout on the same machine (e.g. 10000: client ports 39092..39094). `make down` stops only the
+ * cluster at the default ports.
  */
+
+/** FAULTS_PORT_OFFSET: added to every port below. */
+const OFFSET = portOffset(process.env.FAULTS_PORT_OFFSET);
+
+function portOffset(text: string | undefined): number {
+  const offset = Number(text ?? "0");
+  if (!Number.isInteger(offset) || offset < 0 || offset > 30_000)
+    throw new Error(`FAULTS_PORT_OFFSET must be a whole number from 0 to 30000, got ${text}`);
+  return offset;
+}
 
 /** Number of nodes (combined KRaft broker + controller, node.id 1..3). */
 export const FAULT_NODES = 3;
 /** First client port (node 1), where the proxies forward to. */
-export const FAULT_CLIENT_PORT = 29092;
+export const FAULT_CLIENT_PORT = 29092 + OFFSET;
 /** First KRaft controller port. */
-export const FAULT_CONTROLLER_PORT = 29192;
+export const FAULT_CONTROLLER_PORT = 29192 + OFFSET;
 /** First INTERNAL (inter-broker) port; the tests' admin clients bootstrap here too. */
-export const FAULT_INTERNAL_PORT = 29292;
+export const FAULT_INTERNAL_PORT = 29292 + OFFSET;
 /** First proxy port: what the nodes advertise to clients of the client listener. */
-export const FAULT_PROXY_PORT = 29392;
+export const FAULT_PROXY_PORT = 29392 + OFFSET;
 
-/** The environment for `scripts/kafka/kafka.sh` to act on the faults cluster (data in <repo>/.data/kafka-faults). */
+/** The environment for `scripts/kafka/kafka.sh` to act on the faults cluster (data in <repo>/.data/kafka-faults, or kafka-faults-<offset>). */
 export const FAULT_CLUSTER_ENV: Readonly<Record<string, string>> = {
   KAFKA_NODES: String(FAULT_NODES),
   KAFKA_CLUSTER_PORT: String(FAULT_CLIENT_PORT),
   KAFKA_CLUSTER_CONTROLLER_PORT: String(FAULT_CONTROLLER_PORT),
   KAFKA_CLUSTER_INTERNAL_PORT: String(FAULT_INTERNAL_PORT),
   KAFKA_CLUSTER_ADVERTISED_PORT: String(FAULT_PROXY_PORT),
-  KAFKA_CLUSTER_DATA_DIR: new URL("../../.data/kafka-faults", import.meta.url).pathname,
+  KAFKA_CLUSTER_DATA_DIR: new URL(
+    `../../.data/kafka-faults${OFFSET === 0 ? "" : `-${OFFSET}`}`,
+    import.meta.url,
+  ).pathname,
 };
 
 /** Bootstrap list of the INTERNAL listeners: direct, never through a proxy (the tests' own clients). */
