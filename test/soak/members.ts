@@ -162,12 +162,13 @@ export class Member {
   /**
    * SIGTERM: the graceful stop (drain, commit, leave the group). After `timeoutMs` without an exit,
    * SIGKILL, written to the history as a finding (`member-stop-timeout`).
-   * @returns the exit code (null when killed).
+   * @returns the exit code, or the signal's name when a signal ended it (a member SIGTERMed before
+   *   it installed its handlers ends by the signal), or null when it never ran.
    */
-  async stop(timeoutMs = 60_000): Promise<number | null> {
+  async stop(timeoutMs = 60_000): Promise<number | NodeJS.Signals | null> {
     clearTimeout(this.#restartTimer);
     this.#intent = "stopped";
-    if (!this.running) return this.#child?.exitCode ?? null;
+    if (!this.running) return this.#child?.exitCode ?? this.#child?.signalCode ?? null;
     this.resume();
     const child = this.#child!;
     child.kill("SIGTERM");
@@ -177,7 +178,7 @@ export class Member {
     }, timeoutMs);
     await this.#exited;
     clearTimeout(timer);
-    return child.exitCode;
+    return child.exitCode ?? child.signalCode;
   }
 
   /** The last `lines` lines of the current incarnation's log. */
@@ -204,7 +205,7 @@ export class Members {
   }
 
   /** Stops every member gracefully, in parallel; resolves with their exit codes. */
-  async stopAll(timeoutMs?: number): Promise<(number | null)[]> {
+  async stopAll(timeoutMs?: number): Promise<(number | NodeJS.Signals | null)[]> {
     return Promise.all(this.all.map((m) => m.stop(timeoutMs)));
   }
 
