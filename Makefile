@@ -6,8 +6,11 @@ export DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/test
 # The fault tests' three-broker cluster (test/helpers/faultClusterPorts.ts): its own ports and data.
 FAULTS_KAFKA = KAFKA_NODES=3 KAFKA_CLUSTER_PORT=29092 KAFKA_CLUSTER_CONTROLLER_PORT=29192 \
   KAFKA_CLUSTER_INTERNAL_PORT=29292 KAFKA_CLUSTER_ADVERTISED_PORT=29392 KAFKA_CLUSTER_DATA_DIR=.data/kafka-faults
+# The soak's three-broker cluster (test/soak/main.ts, docs/soak.md): its own ports and data.
+SOAK_KAFKA = KAFKA_NODES=3 KAFKA_CLUSTER_PORT=39092 KAFKA_CLUSTER_CONTROLLER_PORT=39192 \
+  KAFKA_CLUSTER_INTERNAL_PORT=39292 KAFKA_CLUSTER_ADVERTISED_PORT=39392 KAFKA_CLUSTER_DATA_DIR=.data/kafka-soak
 
-.PHONY: help install up down pg prometheus migrate build typecheck lint test test-unit test-int test-cluster test-security test-faults demo bench clean
+.PHONY: help install up down pg prometheus migrate build typecheck lint test test-unit test-int test-cluster test-security test-faults soak demo bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -31,6 +34,7 @@ down: ## stop the local Kafka (the three-broker test clusters and the secured br
 	@scripts/kafka/kafka.sh down
 	@KAFKA_NODES=3 scripts/kafka/kafka.sh down
 	@$(FAULTS_KAFKA) scripts/kafka/kafka.sh down
+	@$(SOAK_KAFKA) scripts/kafka/kafka.sh down
 	@scripts/kafka/secure-kafka.sh down
 	@KAFKA_SECURE_DATA_DIR=.data/kafka-secure-test scripts/kafka/secure-kafka.sh down
 
@@ -65,6 +69,10 @@ test-faults: install pg ## silent, reset and slow connections to PostgreSQL and 
 	npm run test:faults
 
 test: lint typecheck test-unit test-int test-cluster test-security test-faults ## lint, typecheck, unit, integration, cluster, security and fault tests (starts the stack)
+
+soak: install pg ## randomized faults against a model of the ledger (SOAK_SECONDS, default 600; SOAK_SEED); its own three-broker cluster
+	@$(SOAK_KAFKA) scripts/kafka/kafka.sh up
+	$(SOAK_KAFKA) node --import tsx test/soak/main.ts
 
 demo: up ## the end-to-end demo on real input (see README)
 	@node --import tsx scripts/demo.ts

@@ -54,7 +54,8 @@ export default defineConfig({
       {
         test: {
           name: "faults",
-          include: ["test/faults/**/*.test.ts"],
+          // test/soak/short.test.ts: the CI soak on the same cluster (docs/soak.md).
+          include: ["test/faults/**/*.test.ts", "test/soak/**/*.test.ts"],
           testTimeout: 300_000,
           hookTimeout: 180_000,
           // The broker proxies listen on fixed ports in each file's process: one file at a time.
