@@ -14,7 +14,7 @@ import { createKafka } from "../kafka/client.js";
 import { kafkaSecurityFailure, type FailureContext, type TopicOperation } from "../kafka/securityFailure.js";
 import { createLogger, type Logger } from "../logger.js";
 import { ProjectionRegistry, type RegisteredProjection } from "../projections/registry.js";
-import { scrubSecrets } from "../secrets.js";
+import { scrubSecrets, urlPasswordSpan } from "../secrets.js";
 import { missingTables } from "../sql/tableExists.js";
 import { formatTable, recordRows } from "../textTable.js";
 
@@ -120,6 +120,10 @@ export async function configFrom(
     throw new ReplayableError("CONFIG_INVALID", `invalid configuration:\n${problems.join("\n")}`);
   }
   const config = parsed.config;
+  if (flags.databaseUrl !== undefined && urlHasPassword(flags.databaseUrl))
+    createLogger(config.logLevel).warn(
+      "--database-url holds a password, and the command line of a process is readable by every local user (ps, /proc); put the URL in a file only you can read and name it with DATABASE_URL_FILE",
+    );
   const projections = new ProjectionRegistry(configured);
   const given = (v: string | undefined) => v !== undefined && v !== "";
   const explicit = given(overrides.REPLAYABLE_PROJECTION) || given(process.env.REPLAYABLE_PROJECTION);
@@ -141,6 +145,12 @@ export async function configFrom(
     return projections.get(config.projection);
   };
   return { config, projections, configFile, projection: chosen };
+}
+
+/** Whether connection URL `url` holds a password: in its userinfo, or as a `password` or `sslpassword` query parameter. */
+function urlHasPassword(url: string): boolean {
+  const span = urlPasswordSpan(url);
+  return (span !== undefined && span.end > span.start) || /[?&](?:ssl)?password=[^&#]/i.test(url);
 }
 
 /** What {@link readConfigFile} found: the file's settings and projections, and its problems (indented lines). */
