@@ -14,7 +14,7 @@ import {
 } from "./kafkaSecurity.js";
 import { readPemFiles, type SettingProblem } from "./pemFiles.js";
 import { fileVariable, readSecretFiles, SECRET_SETTINGS } from "./secretFiles.js";
-import { registerEnvSecrets, registerSecret, registerUrlSecret } from "./secrets.js";
+import { redactUrlPassword, registerEnvSecrets, registerSecret, registerUrlSecret } from "./secrets.js";
 import { closest } from "./suggest.js";
 
 const HOST_PORT = /^[^\s:,]+:\d{1,5}$/;
@@ -600,9 +600,7 @@ function securityOf(
  * @example redactUrl("postgres://u:secret@h/db") === "postgres://u:***@h/db"
  */
 export function redactUrl(url: string): string {
-  return url
-    .replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/?#@]*):[^/?#]*@/i, "$1:***@")
-    .replace(/([?&](?:ssl)?password=)[^&#]*/gi, "$1***");
+  return redactUrlPassword(url).replace(/([?&](?:ssl)?password=)[^&#]*/gi, "$1***");
 }
 
 /** `=value` for a problem line: a URL without its password, nothing for another secret. */

@@ -24,11 +24,49 @@ const SECRET_VARIABLES: ReadonlySet<string> = new Set([
 ]);
 
 /**
- * Userinfo with a password in any URL: `scheme://user:password@`. The password runs to the last
- * `@` before the host (WHATWG URL's authority ends at `/`, `?` or `#`), so an unencoded `@` in it
- * does not leave its tail shown.
+ * Userinfo with a password in any URL in free text: `scheme://user:password@`. The password runs
+ * to the last `@` before the next whitespace or unescaped `"`, so reserved characters in it
+ * (`/`, `?`, `#`, `@`, `'`, ...; generated and base64 passwords hold them unencoded) never leave
+ * its tail shown. An `@` later in the same word (in a query) is hidden too: more hidden, never less.
  */
-const URL_PASSWORD = /\b([a-z][a-z0-9+.-]*:\/\/[^\s:/?#@"']*):([^\s/?#"']*)@/gi;
+const URL_PASSWORD = /\b([a-z][a-z0-9+.-]*:\/\/[^\s:/?#@"']*):((?:[^\s"\\]|\\.)*)@/gi;
+
+/** `scheme://user:` at the start of a connection URL: where its password starts. */
+const USERINFO_START = /^[a-z][a-z0-9+.-]*:\/\/[^:/?#@]*:/i;
+
+/**
+ * Where the password of connection URL `url` lies (`[start, end)`), or undefined without one.
+ * Redaction by position, not by parsing: a password holding `/`, `?` or `#` makes the URL
+ * unparseable (or parse with another host), so the password runs from after `scheme://user:` to
+ * the last `@` of the URL. Only when the URL parses with a password (a well-formed URL) is an `@`
+ * after its first `?` (one in the query, e.g. `application_name=a@b`) left out.
+ */
+export function urlPasswordSpan(url: string): { start: number; end: number } | undefined {
+  const start = USERINFO_START.exec(url)?.[0].length;
+  if (start === undefined) return undefined;
+  let limit = url.length;
+  try {
+    const parsed = new URL(url);
+    if (parsed.password !== "") {
+      const query = url.indexOf("?", url.indexOf("@", start));
+      if (query >= 0) limit = query;
+    }
+  } catch {
+    // not a URL: the password runs to the last @
+  }
+  const end = url.lastIndexOf("@", limit - 1);
+  return end >= start ? { start, end } : undefined;
+}
+
+/**
+ * `url` with the password of its userinfo replaced by `***` ({@link urlPasswordSpan}); the query's
+ * `password` and `sslpassword` parameters are left to the caller.
+ * @example redactUrlPassword("postgres://u:a/b?c@h/db") === "postgres://u:***@h/db"
+ */
+export function redactUrlPassword(url: string): string {
+  const span = urlPasswordSpan(url);
+  return span === undefined ? url : `${url.slice(0, span.start)}***${url.slice(span.end)}`;
+}
 
 /** libpq's `password` and `sslpassword` parameters in a URL's query, as written (percent-encoded). */
 const QUERY_PASSWORD = /([?&](?:ssl)?password=)[^&#\s"']*/gi;
@@ -56,16 +94,17 @@ export function registerSecret(value: string | undefined): void {
 /**
  * Registers the password of a connection URL (`postgres://user:password@host/db`), if any, and
  * its `password` and `sslpassword` (libpq's key passphrase) query parameters, each as written
- * (percent-encoded, `+` for a space) and decoded. The userinfo runs to the last `@` before the host,
- * so an unencoded `@` in a password registers the whole password, also in a URL that does not parse.
+ * (percent-encoded, `+` for a space) and decoded. The password is found by position
+ * ({@link urlPasswordSpan}), so one holding unencoded `@`, `/`, `?` or `#` is registered whole, also
+ * in a URL that does not parse.
  */
 export function registerUrlSecret(url: string): void {
-  const userinfo = /^[a-z][a-z0-9+.-]*:\/\/[^:/?#@]*:([^/?#]*)@/i.exec(url);
-  registerSecret(userinfo?.[1]);
+  const span = urlPasswordSpan(url);
+  if (span !== undefined) registerSecret(url.slice(span.start, span.end));
   try {
     registerSecret(new URL(url).password);
   } catch {
-    // not a URL: the userinfo as written is registered above
+    // not a URL: the password as written is registered above
   }
   for (const match of url.matchAll(QUERY_PASSWORD)) {
     const written = match[0].slice(match[1]!.length);

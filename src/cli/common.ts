@@ -14,8 +14,9 @@ import { createKafka } from "../kafka/client.js";
 import { kafkaSecurityFailure, type FailureContext, type TopicOperation } from "../kafka/securityFailure.js";
 import { createLogger, type Logger } from "../logger.js";
 import { ProjectionRegistry, type RegisteredProjection } from "../projections/registry.js";
-import { scrubSecrets } from "../secrets.js";
+import { scrubSecrets, urlPasswordSpan } from "../secrets.js";
 import { missingTables } from "../sql/tableExists.js";
+import { terminalSafe } from "../terminalText.js";
 import { formatTable, recordRows } from "../textTable.js";
 
 /** Flags every command that talks to Kafka or PostgreSQL takes (each overrides its variable). */
@@ -120,6 +121,10 @@ export async function configFrom(
     throw new ReplayableError("CONFIG_INVALID", `invalid configuration:\n${problems.join("\n")}`);
   }
   const config = parsed.config;
+  if (flags.databaseUrl !== undefined && urlHasPassword(flags.databaseUrl))
+    createLogger(config.logLevel).warn(
+      "--database-url holds a password, and the command line of a process is readable by every local user (ps, /proc); put the URL in a file only you can read and name it with DATABASE_URL_FILE",
+    );
   const projections = new ProjectionRegistry(configured);
   const given = (v: string | undefined) => v !== undefined && v !== "";
   const explicit = given(overrides.REPLAYABLE_PROJECTION) || given(process.env.REPLAYABLE_PROJECTION);
@@ -141,6 +146,12 @@ export async function configFrom(
     return projections.get(config.projection);
   };
   return { config, projections, configFile, projection: chosen };
+}
+
+/** Whether connection URL `url` holds a password: in its userinfo, or as a `password` or `sslpassword` query parameter. */
+function urlHasPassword(url: string): boolean {
+  const span = urlPasswordSpan(url);
+  return (span !== undefined && span.end > span.start) || /[?&](?:ssl)?password=[^&#]/i.test(url);
 }
 
 /** What {@link readConfigFile} found: the file's settings and projections, and its problems (indented lines). */
@@ -295,26 +306,43 @@ export function outputOption(): Option {
   return new Option("--output <format>", "table or json").choices(["table", "json"]).default("table");
 }
 
-/** Prints rows as an aligned text table on stdout. */
+/** Prints rows as an aligned text table on stdout, every cell {@link terminalSafe} (cells may hold record data). */
 export function printTable(rows: readonly Record<string, string | number>[]): void {
   const first = rows[0];
   if (first === undefined) {
     process.stdout.write("(no rows)\n");
     return;
   }
-  for (const line of formatTable(recordRows(rows))) process.stdout.write(`${line}\n`);
-}
-
-/** Prints `value` as JSON on stdout (bigints as strings). */
-export function printJson(value: unknown): void {
-  process.stdout.write(
-    `${JSON.stringify(value, (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v), 2)}\n`,
+  const safe = rows.map((row) =>
+    Object.fromEntries(
+      Object.entries(row).map(([k, v]) => [terminalSafe(k), typeof v === "string" ? terminalSafe(v) : v]),
+    ),
   );
+  for (const line of formatTable(recordRows(safe))) process.stdout.write(`${line}\n`);
 }
 
-/** Prints `replayable: <message>` on stderr, secrets scrubbed (see secrets.ts). */
+/**
+ * Prints `value` as JSON on stdout (bigints as strings). JSON.stringify escapes C0 controls; DEL,
+ * C1 controls and bidi controls are written as `\uHHHH` escapes too, so the text is the same JSON
+ * (it parses to the same strings) and prints no control character on a terminal.
+ */
+export function printJson(value: unknown): void {
+  const json = JSON.stringify(value, (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v), 2);
+  process.stdout.write(`${jsonTerminalSafe(json)}\n`);
+}
+
+/** Characters JSON.stringify leaves raw that a terminal acts on (they occur only inside JSON strings). */
+const JSON_UNSAFE = /[\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+
+/** `json` with {@link JSON_UNSAFE} characters as `\uHHHH` escapes: the same JSON value. */
+export function jsonTerminalSafe(json: string): string {
+  return json.replace(JSON_UNSAFE, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+}
+
+/** Prints `replayable: <message>` on stderr, secrets scrubbed (see secrets.ts), each line {@link terminalSafe}. */
 export function printError(message: string): void {
-  process.stderr.write(`replayable: ${scrubSecrets(message)}\n`);
+  const safe = scrubSecrets(message).split("\n").map(terminalSafe).join("\n");
+  process.stderr.write(`replayable: ${safe}\n`);
 }
 
 /** Error codes that a restart does not fix and the operator must act on: exit 2, like bad flags. */

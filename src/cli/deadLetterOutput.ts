@@ -1,7 +1,9 @@
 /** How `replayable dead-letters` prints dead letters and reads its time flags. */
 import { ReplayableError } from "../errors.js";
 import { isUtf8 } from "../engine/dedupeKeys.js";
+import { scrubSecrets } from "../secrets.js";
 import type { DeadLetter } from "../sql/selectDeadLetters.js";
+import { terminalSafe } from "../terminalText.js";
 
 /** Bytes as printed: UTF-8 text when the bytes are valid UTF-8, else base64; null stays null. */
 export interface BytesView {
@@ -24,7 +26,16 @@ export function stateOf(letter: DeadLetter): string {
   return letter.resolution ?? "unresolved";
 }
 
-/** One line of `dead-letters list`'s table. */
+/**
+ * The dead letter's error message with secrets hidden ({@link scrubSecrets}): the engine scrubs a
+ * message before storing it, and this hides what a row stored before that, or a secret registered
+ * only in this process, still holds (docs/security.md "Secrets").
+ */
+function errorText(letter: DeadLetter): string {
+  return scrubSecrets(letter.errorMessage);
+}
+
+/** One line of `dead-letters list`'s table; the caller's table printer escapes control characters. */
 export function listRow(letter: DeadLetter): Record<string, string | number> {
   const { record } = letter;
   return {
@@ -36,7 +47,7 @@ export function listRow(letter: DeadLetter): Record<string, string | number> {
     attempts: letter.attempts,
     created: letter.createdAt.toISOString(),
     state: stateOf(letter),
-    message: truncate(letter.errorMessage.replaceAll("\n", " "), 80),
+    message: truncate(terminalSafe(errorText(letter)), 80),
   };
 }
 
@@ -50,7 +61,7 @@ export function letterJson(letter: DeadLetter, withBytes: boolean): Record<strin
     partition: record.partition,
     offset: record.offset,
     timestamp: timestampIso(record.timestamp),
-    error: { code: letter.errorCode, message: letter.errorMessage },
+    error: { code: letter.errorCode, message: errorText(letter) },
     attempts: letter.attempts,
     createdAt: letter.createdAt.toISOString(),
     lastAttemptAt: letter.lastAttemptAt?.toISOString() ?? null,
@@ -75,20 +86,24 @@ export function letterJson(letter: DeadLetter, withBytes: boolean): Record<strin
 /** Longest value `show` prints in text form, characters; JSON output prints everything. */
 export const SHOW_TEXT_LIMIT = 4096;
 
-/** `dead-letters show` in text form: the metadata, then key, value and headers. */
+/**
+ * `dead-letters show` in text form: the metadata, then key, value and headers. Every line is
+ * {@link terminalSafe}: the record's bytes, its header names and the error message (which may
+ * quote them, as JSON.parse's does) print no control character.
+ */
 export function showText(letter: DeadLetter): string {
   const { record } = letter;
   const lines = [
     `dead letter ${letter.id} (projection ${letter.projection})`,
     `  record      ${record.topic}/${record.partition}@${record.offset}  timestamp ${timestampIso(record.timestamp) ?? "-"}`,
-    `  error       ${letter.errorCode}: ${letter.errorMessage}`,
+    `  error       ${letter.errorCode}: ${errorText(letter)}`,
     `  attempts    ${letter.attempts}  (created ${letter.createdAt.toISOString()}, last retry ${letter.lastAttemptAt?.toISOString() ?? "-"})`,
     `  state       ${stateOf(letter)}${letter.resolvedAt ? ` at ${letter.resolvedAt.toISOString()} by ${letter.resolvedBy ?? "?"}` : ""}`,
     `  published   ${letter.publishedAt ? letter.publishedAt.toISOString() : "no"}`,
   ];
   if (letter.bytesDeletedAt !== null) {
     lines.push(`  bytes       deleted at ${letter.bytesDeletedAt.toISOString()}`);
-    return `${lines.join("\n")}\n`;
+    return `${lines.map(terminalSafe).join("\n")}\n`;
   }
   lines.push(`  key         ${describeBytes(bytesView(record.key))}`);
   lines.push(`  value       ${describeBytes(bytesView(record.value))}`);
@@ -97,7 +112,7 @@ export function showText(letter: DeadLetter): string {
   for (const [name, values] of headers) {
     for (const value of values) lines.push(`    ${name}: ${describeBytes(bytesView(value))}`);
   }
-  return `${lines.join("\n")}\n`;
+  return `${lines.map(terminalSafe).join("\n")}\n`;
 }
 
 function describeBytes(view: BytesView | null): string {

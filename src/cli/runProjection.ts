@@ -6,6 +6,7 @@
 import { redactUrl, type Config } from "../config.js";
 import { ReplayableError, classifyPgError, errorMessage } from "../errors.js";
 import { ConsumerService } from "../engine/consumerService.js";
+import { checkVersionedRunPrivileges } from "../db/privileges.js";
 import { checkDatabase } from "../db/startupCheck.js";
 import { createPool } from "../db/pool.js";
 import { loadWebConfig } from "../metrics/webConfig.js";
@@ -13,6 +14,7 @@ import { createLogger } from "../logger.js";
 import { createMetrics, type Metrics } from "../metrics/metrics.js";
 import type { Projection } from "../projection.js";
 import type { RegisteredProjection } from "../projections/registry.js";
+import { versionMigrationsTable } from "../versions/createVersion.js";
 import { resolveVersion } from "../versions/resolveVersion.js";
 import { checkVersionMigrations } from "../versions/versionMigrations.js";
 import type { VersionedInstance } from "../versions/versionNames.js";
@@ -115,9 +117,11 @@ async function versionToRun(
   if (projection.versioned !== true) return { config, projection };
   const pool = createPool({ connectionString: config.databaseUrl, max: 1 });
   try {
+    await checkVersionedRunPrivileges(pool); // the registry's grant, before reading it
     const resolved = await resolveVersion(pool, projection, target.version);
     checkGroupOfVersion(projection.name, resolved.row, target.group);
     // Before any record is read: the code must be the code the version's schema was made for.
+    await checkVersionedRunPrivileges(pool, versionMigrationsTable(projection.name, resolved.row.version));
     await checkVersionMigrations(pool, projection, resolved.row.version);
     return { config: { ...config, groupId: resolved.row.groupId }, projection: resolved.instance };
   } finally {

@@ -2,6 +2,12 @@
  * Loads a config file with jiti (TypeScript and ESM without a build step). Inside the file,
  * `import ... from "replayable"` resolves to the very package that runs the CLI, so the file and
  * the CLI always agree on the API, even where the file's folder has no node_modules.
+ *
+ * jiti's file cache is off (`fsCache: false`): without a node_modules folder next to this module
+ * it keeps compiled code in the shared temp folder (`$TMPDIR/jiti`) and runs any file there whose
+ * trailer matches the source's hash, so another local user who pre-creates that folder could plant
+ * code that runs as the operator (issue 26 item 8, docs/security.md "The config file"). A config
+ * file is compiled once per process, so the cache saves little.
  */
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
@@ -26,6 +32,7 @@ export async function importConfigFile(
   const jiti = createJiti(import.meta.url, {
     alias: { replayable: packageEntry() },
     moduleCache: false,
+    fsCache: false,
     interopDefault: false,
   });
   try {

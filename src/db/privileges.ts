@@ -81,6 +81,36 @@ export function privilegeChecks(work: Work, tables: readonly string[]): Privileg
   return checks;
 }
 
+/**
+ * The extra checks of `run` for a blue/green versioned projection: it reads the version registry
+ * (`replayable.projection_versions`) to find the version, then the version's migrations table
+ * (`replayable."__drizzle_migrations_<name>@v<N>"`, once the version is known) to check that the
+ * code is the code the version was made for. The schema's USAGE comes with them.
+ * @param migrationsTable the version's migrations table in schema replayable, unquoted; undefined
+ *   before the version is resolved.
+ */
+export function versionedRunChecks(migrationsTable?: string): PrivilegeCheck[] {
+  const checks: PrivilegeCheck[] = [
+    { kind: "schema", name: S, privilege: "USAGE" },
+    { kind: "table", name: `${S}.projection_versions`, privilege: "SELECT" },
+  ];
+  if (migrationsTable !== undefined)
+    checks.push({ kind: "table", name: quoteName(`${S}.${migrationsTable}`), privilege: "SELECT" });
+  return checks;
+}
+
+/**
+ * Checks the grants of {@link versionedRunChecks} before `run` reads the registry or the version's
+ * migrations, so a missing grant is the GRANT statement, not a raw "permission denied".
+ * @throws ReplayableError CONFIG_INVALID as {@link checkPrivileges}.
+ */
+export async function checkVersionedRunPrivileges(
+  client: pg.Pool | pg.ClientBase,
+  migrationsTable?: string,
+): Promise<void> {
+  await throwMissing(client, versionedRunChecks(migrationsTable), "apply");
+}
+
 /** One GRANT statement per object, its missing privileges together, in the order of `missing`. */
 export function grantStatements(
   missing: readonly PrivilegeCheck[],
@@ -113,7 +143,16 @@ export async function checkPrivileges(
   work: Work,
   tables: readonly string[],
 ): Promise<void> {
-  const { missing, role, database } = await missingPrivileges(client, privilegeChecks(work, tables));
+  await throwMissing(client, privilegeChecks(work, tables), work);
+}
+
+/** Throws {@link checkPrivileges}'s error when the role fails some of `checks`. */
+async function throwMissing(
+  client: pg.Pool | pg.ClientBase,
+  checks: readonly PrivilegeCheck[],
+  work: Work,
+): Promise<void> {
+  const { missing, role, database } = await missingPrivileges(client, checks);
   if (missing.length === 0) return;
   const grants = grantStatements(missing, role, database).map((g) => `    ${g}`);
   const hint =

@@ -17,6 +17,7 @@ import {
 import { failpoint } from "../failpoints.js";
 import type { ApplyContext, DecodedRecord, DuplicateKeyKind, Projection } from "../projection.js";
 import { recordBytes, type KafkaRecord } from "../record.js";
+import { scrubSecrets } from "../secrets.js";
 import { insertEventIds, type SeenEventId } from "../sql/insertEventIds.js";
 import { extractEventId, valueDigest } from "./dedupeKeys.js";
 
@@ -68,7 +69,10 @@ interface RecordedId {
  * @throws any transient or unclassified database error (the caller rolls the transaction back).
  */
 export async function applyRecords<T>(input: ApplyRecordsInput<T>): Promise<ApplyRecordsResult> {
-  const { projection, records, log, deadLetter } = input;
+  const { projection, records, log } = input;
+  // A dead letter's message is stored, shown and sent in the DLQ header: secrets hidden first (docs/security.md).
+  const deadLetter: DeadLetterSink = (record, code, message) =>
+    input.deadLetter(record, code, scrubSecrets(message));
   const duplicates: Record<DuplicateKeyKind, number> = { offset: 0, event_id: 0 };
   let candidates: readonly { readonly record: KafkaRecord; readonly eventId?: string }[];
   let eventIdsRecorded = 0;

@@ -1,23 +1,42 @@
 /**
  * HTTP basic authentication of the metrics endpoint (RFC 7617) against bcrypt hashes, as the
  * Prometheus exporters' `basic_auth_users` does: an unknown user is compared with a dummy hash
- * too, so the answer takes as long as for a wrong password; a verified (user, password) pair is
- * remembered by its SHA-256, so a scrape every few seconds does not pay bcrypt's cost each time.
+ * of the same cost as the configured hashes (the highest of them), so the answer takes as long as
+ * for a wrong password and names no user. A verified (user, password) pair is remembered by its
+ * SHA-256, so a scrape every few seconds does not pay bcrypt's cost each time; so is a failed one
+ * (the last {@link FAILED_REMEMBERED}), so repeating a wrong password costs one bcrypt, not one per
+ * request (issue 26 item 9, docs/security.md "Metrics endpoint").
  */
-import { createHash, timingSafeEqual } from "node:crypto";
+import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import bcrypt from "bcryptjs";
 
-/** A bcrypt hash (cost 10) of a random string: compared against when the user is unknown. */
-const DUMMY_HASH = "$2b$10$M9KoF2Gw51sVo2OFo5PwE.8SseAPs3rt89SGBXiA/CESXvQfh5Hwa";
+/** How many failed (user, password) pairs are remembered, the oldest forgotten first. */
+export const FAILED_REMEMBERED = 1000;
+
+/** bcrypt's compare: whether `password` matches `hash`. Injected by tests to count calls. */
+export type BcryptCompare = (password: string, hash: string) => Promise<boolean>;
 
 /** Checks `Authorization: Basic ...` headers against `users` (name → bcrypt hash). */
 export class BasicAuth {
   readonly #users: ReadonlyMap<string, string>;
+  readonly #compare: BcryptCompare;
+  /** A hash of a random string at the configured hashes' cost, compared against for an unknown user. */
+  readonly #dummyHash: string;
   /** SHA-256 of "user\0password\0hash" of pairs verified once. */
   readonly #verified = new Set<string>();
+  /** SHA-256 of pairs that failed, oldest first (a Map keeps insertion order). */
+  readonly #failed = new Map<string, true>();
 
-  constructor(users: ReadonlyMap<string, string>) {
+  /**
+   * @param users user name → bcrypt hash; empty: no authentication.
+   * @param compare bcrypt's compare (default bcryptjs's).
+   */
+  constructor(users: ReadonlyMap<string, string>, compare: BcryptCompare = (p, h) => bcrypt.compare(p, h)) {
     this.#users = users;
+    this.#compare = compare;
+    const costs = [...users.values()].map((hash) => bcrypt.getRounds(hash));
+    // Cost 4 when there are no users: the hash is never compared then.
+    this.#dummyHash = bcrypt.hashSync(randomBytes(16).toString("hex"), Math.max(4, ...costs));
   }
 
   /** True when no users are configured: every request passes. */
@@ -35,8 +54,13 @@ export class BasicAuth {
       .update(`${credentials.user}\0${credentials.password}\0${hash ?? ""}`)
       .digest("base64");
     if (hash !== undefined && this.#remembered(digest)) return true;
-    const ok = await bcrypt.compare(credentials.password, hash ?? DUMMY_HASH);
-    if (!ok || hash === undefined) return false;
+    if (this.#failed.has(digest)) return false;
+    const ok = await this.#compare(credentials.password, hash ?? this.#dummyHash);
+    if (!ok || hash === undefined) {
+      this.#failed.set(digest, true);
+      if (this.#failed.size > FAILED_REMEMBERED) this.#failed.delete(this.#failed.keys().next().value!);
+      return false;
+    }
     if (this.#verified.size < 1000) this.#verified.add(digest);
     return true;
   }

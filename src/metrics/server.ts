@@ -4,8 +4,10 @@
  * Uses node:http, or node:https when the web configuration file (REPLAYABLE_METRICS_WEB_CONFIG_FILE,
  * the Prometheus exporters' format; webConfig.ts) has `tls_server_config`. With
  * `basic_auth_users`, /metrics and /readyz's reason need the credentials (401 with
- * WWW-Authenticate otherwise); /healthz and /readyz's status stay open for probes
- * (docs/security.md "Metrics endpoint"). Answers pass through scrubSecrets: a reason quoting a
+ * WWW-Authenticate otherwise); /healthz and /readyz's status stay open for probes and never run
+ * bcrypt, even when the request carries an Authorization header (docs/security.md "Metrics
+ * endpoint"). The server runs on the consumer's thread, so it bounds what a client can cost:
+ * {@link METRICS_SERVER_LIMITS}. Answers pass through scrubSecrets: a reason quoting a
  * library's error never shows a password.
  */
 import {
@@ -20,8 +22,29 @@ import type { AddressInfo } from "node:net";
 import type { TLSSocket } from "node:tls";
 import type { Registry } from "prom-client";
 import { scrubSecrets } from "../secrets.js";
-import { BasicAuth } from "./basicAuth.js";
+import { BasicAuth, type BcryptCompare } from "./basicAuth.js";
 import { loadWebConfig, type WebConfig, type WebTls } from "./webConfig.js";
+
+/**
+ * Bounds on the metrics server's clients (issue 26 item 9): a scraper and a few probes need a
+ * handful of connections and send a request in milliseconds. Node's defaults (no connection
+ * limit, 60 s for the headers, 300 s for the request) let one slow or flooding client hold
+ * sockets and memory on the consumer's process.
+ */
+export const METRICS_SERVER_LIMITS = Object.freeze({
+  /** Connections at once; a new one over it is closed at once (`server.maxConnections`). */
+  maxConnections: 32,
+  /** Time to receive a request's headers, ms (`server.headersTimeout`). */
+  headersTimeoutMs: 5_000,
+  /** Time to receive a whole request, ms (`server.requestTimeout`). */
+  requestTimeoutMs: 10_000,
+  /** Idle time of a kept-alive connection between requests, ms (`server.keepAliveTimeout`); Prometheus scrapes every 15 s or more, and reconnects. */
+  keepAliveTimeoutMs: 5_000,
+  /** How often Node checks the header and request timeouts, ms (`connectionsCheckingInterval`). */
+  checkIntervalMs: 1_000,
+  /** Headers per request (`server.maxHeadersCount`). */
+  maxHeadersCount: 50,
+});
 
 /** The answer of a readiness probe: ready, or not with the reason. */
 export type Readiness = { ready: true } | { ready: false; reason: string };
@@ -37,6 +60,8 @@ export interface HttpServerOptions {
   readiness: () => Promise<Readiness>;
   /** The web configuration file (REPLAYABLE_METRICS_WEB_CONFIG_FILE); undefined: plain HTTP, no authentication. */
   webConfigFile?: string | undefined;
+  /** bcrypt's compare, for tests that count its calls; default bcryptjs's. */
+  compare?: BcryptCompare;
 }
 
 /** A started server; `close()` is idempotent. */
@@ -58,7 +83,13 @@ export interface HttpServer {
 export async function startHttpServer(options: HttpServerOptions): Promise<HttpServer> {
   const web = loadWebConfig(options.webConfigFile);
   const handler = requestHandler(options, web);
-  const server: Server = web?.tls === undefined ? createServer(handler) : httpsServer(web.tls, handler);
+  const server: Server =
+    web?.tls === undefined ? createServer(LIMITS_OPTIONS, handler) : httpsServer(web.tls, handler);
+  server.maxConnections = METRICS_SERVER_LIMITS.maxConnections;
+  server.headersTimeout = METRICS_SERVER_LIMITS.headersTimeoutMs;
+  server.requestTimeout = METRICS_SERVER_LIMITS.requestTimeoutMs;
+  server.keepAliveTimeout = METRICS_SERVER_LIMITS.keepAliveTimeoutMs;
+  server.maxHeadersCount = METRICS_SERVER_LIMITS.maxHeadersCount;
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(options.port, options.host, () => {
@@ -81,11 +112,20 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
   };
 }
 
+/** {@link METRICS_SERVER_LIMITS} as options of createServer (the check interval can only be set there). */
+const LIMITS_OPTIONS = {
+  headersTimeout: METRICS_SERVER_LIMITS.headersTimeoutMs,
+  requestTimeout: METRICS_SERVER_LIMITS.requestTimeoutMs,
+  keepAliveTimeout: METRICS_SERVER_LIMITS.keepAliveTimeoutMs,
+  connectionsCheckingInterval: METRICS_SERVER_LIMITS.checkIntervalMs,
+};
+
 /** An HTTPS server; client certificates as exporter-toolkit's client_auth_type (Go's tls.ClientAuthType). */
 function httpsServer(tls: WebTls, handler: RequestListener): Server {
   const verify = tls.clientAuth === "RequireAndVerifyClientCert";
   const server = createHttpsServer(
     {
+      ...LIMITS_OPTIONS,
       cert: tls.cert,
       key: tls.key,
       ...(tls.clientCa === undefined ? {} : { ca: tls.clientCa }),
@@ -107,19 +147,24 @@ function httpsServer(tls: WebTls, handler: RequestListener): Server {
 
 /** The request handler: routes, basic authentication, the configured headers. */
 function requestHandler(options: HttpServerOptions, web: WebConfig | undefined): RequestListener {
-  const auth = new BasicAuth(web?.users ?? new Map());
+  const auth = new BasicAuth(web?.users ?? new Map(), options.compare);
   const headers = web?.headers ?? {};
   return (req: IncomingMessage, res: ServerResponse) => {
     const path = (req.url ?? "/").split("?")[0];
     for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
     void (async () => {
       try {
-        const authorized = auth.open || (await auth.check(req.headers.authorization));
+        // Routes first: only /metrics and /readyz's reason need the credentials, so only they run bcrypt.
         if (req.method !== "GET" && req.method !== "HEAD") {
           res.writeHead(405, { allow: "GET, HEAD" }).end();
-        } else if (path === "/healthz") {
+          return;
+        }
+        if (path === "/healthz") {
           res.writeHead(200, { "content-type": "text/plain" }).end("ok\n");
-        } else if (!authorized && (path === "/metrics" || req.headers.authorization !== undefined)) {
+          return;
+        }
+        const given = req.headers.authorization;
+        if (path === "/metrics" && !(await auth.check(given))) {
           res
             .writeHead(401, {
               "content-type": "text/plain",
@@ -131,7 +176,9 @@ function requestHandler(options: HttpServerOptions, web: WebConfig | undefined):
           res.writeHead(200, { "content-type": options.registry.contentType }).end(body);
         } else if (path === "/readyz") {
           const r = await options.readiness();
-          const reason = authorized ? `: ${scrubSecrets(r.ready ? "" : r.reason)}` : "";
+          // The reason only for credentials that check out; a ready answer has none to show.
+          const shown = !r.ready && (auth.open || (given !== undefined && (await auth.check(given))));
+          const reason = shown ? `: ${scrubSecrets(r.reason)}` : "";
           res
             .writeHead(r.ready ? 200 : 503, { "content-type": "text/plain" })
             .end(r.ready ? "ready\n" : `not ready${reason}\n`);

@@ -84,3 +84,45 @@ describe("scrubSecrets", () => {
     expect(scrubSecrets("hunter2")).toBe("***");
   });
 });
+
+describe("a DATABASE_URL password made of reserved characters (issue 26 item 5)", () => {
+  // RFC 3986's reserved characters, plus % and a space: generated and base64 passwords hold them unencoded.
+  const reserved = [...":/?#[]@!$&'()*+,;=%", " "];
+  const passwords = [
+    ...reserved.map((c) => `Pw${c}x9Q`),
+    `Pw${reserved.join("")}x9Q`,
+    "ab@cd/ef",
+    "a?x=1@b",
+    "12/x",
+  ];
+
+  it.each(passwords)(
+    "hides the password %j in the URL's redaction, the scrubbed text and the config error",
+    (password) => {
+      const url = `postgres://app:${password}@db.example:5432/app?sslmode=disable`;
+      const tail = password.slice(1);
+      expect(redactUrl(url)).toBe("postgres://app:***@db.example:5432/app?sslmode=disable");
+      // Free text has no bounds but whitespace: a URL in it ends at the first space.
+      if (!/\s/.test(password)) expect(scrubSecrets(`cannot connect to ${url} now`)).not.toContain(tail);
+      registerUrlSecret(url);
+      expect(scrubSecrets(`cannot connect to ${url} now`)).not.toContain(tail);
+      expect(scrubSecrets(`password "${password}" rejected`)).toBe('password "***" rejected');
+      let message = "";
+      try {
+        loadConfig({ DATABASE_URL: url, REPLAYABLE_MAX_BATCH_RECORDS: "lots" });
+      } catch (error) {
+        message = String(error);
+      }
+      expect(message).toMatch(/REPLAYABLE_MAX_BATCH_RECORDS/);
+      expect(scrubSecrets(message)).not.toContain(tail);
+      expect(message).not.toContain(tail);
+    },
+  );
+
+  it("keeps an @ in the query out of the password: only the userinfo is hidden", () => {
+    const url = "postgres://app:pw@db/app?application_name=a@b";
+    expect(redactUrl(url)).toBe("postgres://app:***@db/app?application_name=a@b");
+    registerUrlSecret(url);
+    expect(scrubSecrets("a@b app db")).toBe("a@b app db");
+  });
+});

@@ -14,6 +14,7 @@ import { selectVersions } from "../../sql/projectionVersions.js";
 import { versionedInstance } from "../../versions/versionNames.js";
 import { readVersionStart } from "../../sql/versionStart.js";
 import { versionProgress, type VersionProgress } from "../../versions/versionProgress.js";
+import { terminalSafe } from "../../terminalText.js";
 import {
   action,
   outputOption,
@@ -128,7 +129,7 @@ async function statusAction(flags: StatusFlags): Promise<void> {
     else {
       process.stdout.write(`group ${config.groupId}, projection ${projection.name}\n`);
       printTable(rows as unknown as Record<string, string | number>[]);
-      for (const warning of warnings) process.stdout.write(`WARNING: ${warning}\n`);
+      for (const warning of warnings) process.stdout.write(`WARNING: ${terminalSafe(warning)}\n`);
     }
   } finally {
     await admin.close();
@@ -179,7 +180,7 @@ async function printVersionsStatus(
     })),
   );
   for (const v of versions)
-    for (const w of v.warnings) process.stdout.write(`WARNING: version ${v.version}: ${w}\n`);
+    for (const w of v.warnings) process.stdout.write(`WARNING: version ${v.version}: ${terminalSafe(w)}\n`);
 }
 
 /**

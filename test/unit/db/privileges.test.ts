@@ -1,6 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { explainConnectionError } from "../../../src/db/connectionProblem.js";
-import { grantStatements, privilegeChecks, quoteName } from "../../../src/db/privileges.js";
+import {
+  grantStatements,
+  privilegeChecks,
+  quoteName,
+  versionedRunChecks,
+} from "../../../src/db/privileges.js";
 
 describe("privilegeChecks and grantStatements", () => {
   it("asks a runtime role for replayable's tables and the projection's, one GRANT per object", () => {
@@ -29,6 +34,14 @@ describe("privilegeChecks and grantStatements", () => {
     expect(grantStatements(privilegeChecks("migrate", []), "owner", "db")).toEqual([
       "GRANT CREATE ON DATABASE db TO owner;",
       "GRANT CREATE ON SCHEMA replayable TO owner;",
+    ]);
+  });
+
+  it("asks a versioned run for the version registry and the version's migrations table (issue 26 item 11)", () => {
+    expect(grantStatements(versionedRunChecks("__drizzle_migrations_orders@v2"), "app", "db")).toEqual([
+      "GRANT USAGE ON SCHEMA replayable TO app;",
+      "GRANT SELECT ON replayable.projection_versions TO app;",
+      'GRANT SELECT ON replayable."__drizzle_migrations_orders@v2" TO app;',
     ]);
   });
 
