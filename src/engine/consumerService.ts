@@ -143,6 +143,7 @@ export class ConsumerService {
       projection: projection.name,
       retry: { initialMs: config.retryInitialMs, maxMs: config.retryMaxMs },
       checkIntervalMs: config.dbLockCheckIntervalMs,
+      keepAliveMs: config.dbKeepAliveMs,
       signal: this.abort.signal,
       onLockedOut: (error) => this.fail(error),
       log,

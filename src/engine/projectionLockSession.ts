@@ -27,6 +27,8 @@ import { backoffDelayMs } from "../backoff.js";
 import { ReplayableError, classifyPgError, errorMessage } from "../errors.js";
 import { advisoryUnlock, projectionLock, tryAdvisoryLock } from "../sql/advisoryLocks.js";
 import { failpoint } from "../failpoints.js";
+import { KEEPALIVE_INITIAL_DELAY_MS } from "../db/pool.js";
+import { setServerKeepalives } from "../sql/setServerKeepalives.js";
 import { readRebuildEpoch } from "../sql/lockCheckpoint.js";
 import type { EpochSession, SessionEpochRead } from "./generationEpoch.js";
 import type { RetryTiming } from "./retryPolicy.js";
@@ -47,6 +49,14 @@ export interface ProjectionLockSessionOptions {
   readonly projection: string;
   /** Back-off of taking the lock again after its session was lost. */
   readonly retry: RetryTiming;
+  /**
+   * Idle time before the server's keepalive probes start on the lock's session, ms
+   * (REPLAYABLE_DB_KEEPALIVE_MS); default {@link KEEPALIVE_INITIAL_DELAY_MS}. The server ends the
+   * backend of a member whose connection died within this plus 15 s ({@link setServerKeepalives}),
+   * so the shared lock of a dead member does not hold `replay --execute` and `rebuild --execute`
+   * off for the server's TCP defaults (two hours on Linux).
+   */
+  readonly keepAliveMs?: number;
   /**
    * How often the held session is checked with `SELECT 1`, ms (REPLAYABLE_DB_LOCK_CHECK_INTERVAL_MS);
    * default {@link LOCK_CHECK_INTERVAL_MS}. The check's deadline is the pool's `query_timeout`.
@@ -86,6 +96,7 @@ export class ProjectionLockSession implements EpochSession {
     client.on("error", (error: Error) => this.lost(client, error));
     let locked = false;
     try {
+      await setServerKeepalives(client, this.options.keepAliveMs ?? KEEPALIVE_INITIAL_DELAY_MS);
       locked = await tryAdvisoryLock(client, projectionLock(projection), true);
     } catch (error) {
       client.release(true);
