@@ -5,7 +5,7 @@
  * with its bytes (docs/design.md "dead letter").
  */
 import { PermanentRecordError } from "../../errors.js";
-import type { KafkaRecord } from "../../record.js";
+import { headerValues, type KafkaRecord } from "../../record.js";
 import { isUtf8 } from "../../engine/dedupeKeys.js";
 import { fromJson, fromText, type Converted, type FieldType } from "./fieldTypes.js";
 import type { UpsertKeyPart, UpsertProjectionSpec } from "./upsertProjectionSpec.js";
@@ -104,8 +104,9 @@ function keyText(
     case "header": {
       const name = part.name!;
       where = `header ${JSON.stringify(name)} (${what}, ${part.type})`;
-      const bytes = record.headers[name]?.[0];
+      const bytes = headerValues(record, name)[0];
       if (bytes === undefined) throw invalid(`${where} is missing`);
+      if (bytes === null) throw invalid(`${where} is null`);
       if (!isUtf8(bytes)) throw invalid(`${where} is not valid UTF-8`);
       raw = bytes.toString("utf8");
       result = fromText(part.type, raw as string);
