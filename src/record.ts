@@ -56,6 +56,14 @@ export function recordBytes(record: KafkaRecord): number {
   return size;
 }
 
+/**
+ * The default of REPLAYABLE_MAX_RECORD_HEADERS: a record with more headers is dead-lettered
+ * (RECORD_TOO_MANY_HEADERS). Kafka sets no limit; producers send a handful (CloudEvents binary
+ * mode: 4 to 10, tracing a few more). The limit bounds the work and memory one record costs after
+ * decoding (each header is a few JS objects, against 2 bytes on the wire at least).
+ */
+export const DEFAULT_MAX_RECORD_HEADERS = 1000;
+
 /** The number of headers of `record`, repeated names counted once per value. */
 export function headerCount(record: KafkaRecord): number {
   let count = 0;

@@ -31,9 +31,11 @@ export function headersToJson(headers: KafkaRecord["headers"]): StoredHeaders {
 /** Headers read back from `dead_letters.headers` ({@link StoredHeaders}), in an object without a prototype. */
 export function headersFromJson(stored: StoredHeaders): KafkaRecord["headers"] {
   const headers = Object.create(null) as Record<string, (Buffer | null)[]>;
-  const decode = (values: (string | null)[]) => values.map((v) => (v === null ? null : Buffer.from(v, "base64")));
+  const decode = (values: (string | null)[]) =>
+    values.map((v) => (v === null ? null : Buffer.from(v, "base64")));
   if (Array.isArray(stored)) {
-    for (const [name, values] of stored) headers[Buffer.from(name, "base64").toString("utf8")] = decode(values);
+    for (const [name, values] of stored)
+      headers[Buffer.from(name, "base64").toString("utf8")] = decode(values);
   } else {
     for (const name of Object.keys(stored)) headers[name] = decode(stored[name]!);
   }

@@ -32,7 +32,16 @@ function own(entries: [string, unknown][]): Record<string, unknown> {
 
 describe("record headers", () => {
   it("regression: keeps a null-valued header as null and counts only its name in recordBytes", () => {
-    const record = toRecord("t", 0, message(own([["trace", null], ["ce_id", Buffer.from("abc")]])));
+    const record = toRecord(
+      "t",
+      0,
+      message(
+        own([
+          ["trace", null],
+          ["ce_id", Buffer.from("abc")],
+        ]),
+      ),
+    );
     expect(record.headers.trace).toEqual([null]);
     expect(recordBytes(record)).toBe(1 + 2 + "trace".length + "ce_id".length + 3);
     expect(headerText(record, "trace")).toBeUndefined();
@@ -49,7 +58,12 @@ describe("record headers", () => {
     const record = toRecord(
       "t",
       0,
-      message(own([["__proto__", Buffer.from("x")], ["constructor", Buffer.from("yy")]])),
+      message(
+        own([
+          ["__proto__", Buffer.from("x")],
+          ["constructor", Buffer.from("yy")],
+        ]),
+      ),
     );
     expect(Object.getPrototypeOf(record.headers)).toBeNull();
     expect(Object.keys(record.headers)).toEqual(["__proto__", "constructor"]);
