@@ -145,9 +145,17 @@ function jsonObject(bytes: Buffer, what: "value" | "record key"): Record<string,
   return parsed as Record<string, unknown>;
 }
 
-/** A value as JSON, at most 100 characters. */
+/** A value as JSON, at most 100 characters; a value nested too deep for JSON.stringify is described. */
 function shown(value: unknown): string {
-  const text = JSON.stringify(value) ?? String(value);
+  let text: string;
+  try {
+    text = JSON.stringify(value) ?? String(value);
+  } catch {
+    // RangeError: a record's JSON nested thousands deep overflows the stack (issue 26 fuzz test).
+    return Array.isArray(value)
+      ? "a JSON array nested too deep to show"
+      : "a JSON value nested too deep to show";
+  }
   return text.length > 100 ? `${text.slice(0, 99)}…` : text;
 }
 
