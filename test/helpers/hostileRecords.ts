@@ -153,22 +153,30 @@ export const wireRecord: fc.Arbitrary<WireRecord> = fc.record({ key, value, head
 export const applicableRecord: fc.Arbitrary<WireRecord> = fc
   .record({
     id: fc.uuid(),
-    extra: fc.array(header, { maxLength: 4 }),
+    extra: headers,
     kind: fc.constantFrom("ledger", "github", "upsert"),
+    key: fc.oneof({ weight: 4, arbitrary: fc.constant(utf8("k1")) }, { weight: 1, arbitrary: key }),
+    // Padding that brings the value to the size limit, or over it.
+    pad: fc.oneof(
+      { weight: 6, arbitrary: fc.constant(0) },
+      { weight: 1, arbitrary: fc.constantFrom(FUZZ_MAX_RECORD_BYTES - 400, FUZZ_MAX_RECORD_BYTES) },
+    ),
   })
-  .map(({ id, extra, kind }) => {
+  .map(({ id, extra, kind, key, pad }) => {
     const cloudEvents: [Buffer, Buffer | null][] = [
       [utf8("ce_specversion"), utf8("1.0")],
       [utf8("ce_id"), utf8(id)],
       [utf8("ce_type"), utf8("ledger.account.credited")],
     ];
-    const value =
+    const fields =
       kind === "ledger"
         ? { account: "acc-1", amount: 3 }
         : kind === "github"
           ? { id, type: "PushEvent", repo: "r/r", actor: "a", payload: { size: 1 } }
-          : { name: "n", n: 1 };
-    return { key: utf8("k1"), value: utf8(JSON.stringify(value)), headers: [...cloudEvents, ...extra] };
+          : { name: "n", n: 1, trace: { nested: [[[1]]] } };
+    const value = pad > 0 ? { ...fields, pad: "p".repeat(pad) } : fields;
+    // The extra headers after the CloudEvents ones: a repeated ce_id among them makes the id ambiguous.
+    return { key, value: utf8(JSON.stringify(value)), headers: [...cloudEvents, ...extra] };
   });
 
 /** Records for one batch: hostile ones and applicable ones mixed. */
