@@ -7,6 +7,7 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { applyBatch, type BatchResult } from "../../../src/engine/applyBatch.js";
+import { retryDeadLetter } from "../../../src/engine/retryDeadLetter.js";
 import { classifyPgError } from "../../../src/errors.js";
 import { createLogger } from "../../../src/logger.js";
 import type { Projection } from "../../../src/projection.js";
@@ -131,6 +132,27 @@ describe("records over a limit", () => {
       [topic],
     );
     expect(stored.rows).toEqual([{ n: 11 }]);
+
+    // `dead-letters retry` with the limit raised applies it, null-valued headers and all.
+    const client = await db.pool.connect();
+    try {
+      const outcome = await retryDeadLetter({
+        client,
+        projection: ledgerProjection as Projection<unknown>,
+        id: result.deadLettered[0]!.id,
+        maxRecordBytes: 1_048_576,
+        maxRecordHeaders: 11,
+        resolvedBy: "test@host",
+        log,
+      });
+      expect(outcome).toEqual({ kind: "applied" });
+    } finally {
+      client.release();
+    }
+    const balance = await db.pool.query<{ balance_cents: string }>(
+      "SELECT balance_cents FROM ledger.ledger_accounts WHERE account_id = 'acc-l'",
+    );
+    expect(balance.rows).toEqual([{ balance_cents: "2" }]);
   });
 
   it("classifies program_limit_exceeded by what a retry can do: data-sized limits are the record's, statement shape a fault", () => {
