@@ -138,7 +138,7 @@ describe("records over a limit", () => {
     try {
       const outcome = await retryDeadLetter({
         client,
-        projection: ledgerProjection as Projection<unknown>,
+        projection: ledgerProjection,
         id: result.deadLettered[0]!.id,
         maxRecordBytes: 1_048_576,
         maxRecordHeaders: 11,
