@@ -12,6 +12,7 @@ import {
   type KafkaSecurity,
   type OauthBearerProvider,
 } from "./kafkaSecurity.js";
+import { DEFAULT_MAX_RECORD_HEADERS } from "./record.js";
 import { readPemFiles, type SettingProblem } from "./pemFiles.js";
 import { fileVariable, readSecretFiles, SECRET_SETTINGS } from "./secretFiles.js";
 import { redactUrlPassword, registerEnvSecrets, registerSecret, registerUrlSecret } from "./secrets.js";
@@ -157,6 +158,8 @@ const schema = z.object({
   REPLAYABLE_MAX_BATCH_RECORDS: intFrom(1, 100_000, "records").optional(),
   REPLAYABLE_MAX_BATCH_BYTES: intFrom(1024, 1_073_741_824, "bytes").optional(),
   REPLAYABLE_MAX_RECORD_BYTES: intFrom(1, 1_073_741_824, "bytes").default(1_048_576),
+  // More headers than this: dead-lettered (RECORD_TOO_MANY_HEADERS); src/record.ts says why 1000.
+  REPLAYABLE_MAX_RECORD_HEADERS: intFrom(1, 1_000_000, "headers").default(DEFAULT_MAX_RECORD_HEADERS),
   REPLAYABLE_SESSION_TIMEOUT_MS: intFrom(6000, 1_800_000, "ms").default(30_000),
   REPLAYABLE_HEARTBEAT_INTERVAL_MS: intFrom(100, 600_000, "ms").default(3000),
   REPLAYABLE_SHUTDOWN_TIMEOUT_MS: intFrom(0, 3_600_000, "ms").default(30_000),
@@ -226,6 +229,8 @@ export interface Config {
   /** REPLAYABLE_MAX_BATCH_BYTES: a cap of a transaction's and a partition fetch's bytes; undefined when not set. */
   readonly maxBatchBytes: number | undefined;
   readonly maxRecordBytes: number;
+  /** REPLAYABLE_MAX_RECORD_HEADERS: a record with more headers is dead-lettered (RECORD_TOO_MANY_HEADERS). */
+  readonly maxRecordHeaders: number;
   readonly sessionTimeoutMs: number;
   readonly heartbeatIntervalMs: number;
   readonly shutdownTimeoutMs: number;
@@ -409,6 +414,7 @@ function freezeConfig(c: z.output<typeof schema>, security: KafkaSecurity): Conf
     maxBatchRecords: c.REPLAYABLE_MAX_BATCH_RECORDS,
     maxBatchBytes: c.REPLAYABLE_MAX_BATCH_BYTES,
     maxRecordBytes: c.REPLAYABLE_MAX_RECORD_BYTES,
+    maxRecordHeaders: c.REPLAYABLE_MAX_RECORD_HEADERS,
     sessionTimeoutMs: c.REPLAYABLE_SESSION_TIMEOUT_MS,
     heartbeatIntervalMs: c.REPLAYABLE_HEARTBEAT_INTERVAL_MS,
     shutdownTimeoutMs: c.REPLAYABLE_SHUTDOWN_TIMEOUT_MS,

@@ -12,6 +12,8 @@ export const ERROR_CODES = [
   "EVENT_ID_MISSING",
   "EVENT_ID_REUSED",
   "RECORD_TOO_LARGE",
+  "RECORD_TOO_MANY_HEADERS",
+  "DATABASE_LIMIT_EXCEEDED",
   "APPLY_REJECTED",
   "TRANSIENT_DATABASE",
   "DATABASE",
@@ -95,7 +97,13 @@ export type RetryReason =
  *   socket errors (ECONNRESET, ECONNREFUSED, a pool timeout, node-postgres's client-side
  *   "Query read timeout") without a SQLSTATE;
  * - permanent (the record's data is the problem: dead-letter it): class `22` data
- *   exception and class `23` integrity constraint violation;
+ *   exception, class `23` integrity constraint violation, `21000` cardinality_violation, and the
+ *   program limits a record's size or depth can exceed for good: `54000` program_limit_exceeded
+ *   (e.g. "index row size 8016 exceeds btree version 4 maximum 2704": a key too long to index)
+ *   and `54001` statement_too_complex (e.g. "stack depth limit exceeded" parsing a deeply nested
+ *   JSON value); the same record fails the same way on every retry (issue 26, item 3). `54011`
+ *   too_many_columns and `54023` too_many_arguments depend on the statement, not the record:
+ *   faults;
  * - fault: anything else (a bug or a schema problem); retried like transient by
  *   the engine (never dead-lettered), so a fix and a restart resume without losing the record.
  */
@@ -110,6 +118,7 @@ export function classifyPgError(error: unknown): { kind: PgFailureKind; reason: 
   // 21000 cardinality_violation: e.g. two rows of one set-based upsert hit the same key.
   if (code === "21000" || code?.startsWith("22") || code?.startsWith("23"))
     return { kind: "permanent", reason: "other" };
+  if (code === "54000" || code === "54001") return { kind: "permanent", reason: "other" };
   if (code === undefined && causes(error).some(isConnectionError))
     return { kind: "transient", reason: "connection" };
   return { kind: "fault", reason: "other" };
@@ -128,6 +137,16 @@ function ownSqlState(error: object): string | undefined {
   const code = (error as { code?: unknown }).code;
   // SQLSTATE classes are two digits, or F0, HV, P0, XX; "EPIPE" is an errno, not a SQLSTATE.
   return typeof code === "string" && /^(?:[0-9]{2}|F0|HV|P0|XX)[0-9A-Z]{3}$/.test(code) ? code : undefined;
+}
+
+/**
+ * The dead-letter code of a record's permanent failure: a {@link ReplayableError}'s own code,
+ * `DATABASE_LIMIT_EXCEEDED` for a PostgreSQL program limit (SQLSTATE class `54`: the message names
+ * the limit, e.g. the index and its maximum row size), else `fallback`.
+ */
+export function recordErrorCode(error: unknown, fallback: ErrorCode): ErrorCode {
+  if (error instanceof ReplayableError) return error.code;
+  return sqlState(error)?.startsWith("54") === true ? "DATABASE_LIMIT_EXCEEDED" : fallback;
 }
 
 /** Longest error message stored with a dead letter, in characters. */

@@ -3,7 +3,13 @@
 /**
  * One Kafka record as fetched: topic, partition, offset and the exact bytes.
  * `offset` is a base-10 string (64-bit; see offsets.ts). `timestamp` is ms since the epoch, as a string.
- * `headers` maps each header name to its values in order (Kafka headers may repeat).
+ * `headers` maps each header name to its values in order (Kafka headers may repeat, KIP-82). A value
+ * is `null` when the producer sent a null header value (length -1 on the wire, e.g. Java's
+ * `new RecordHeader("k", null)`): it is part of the record and is kept as `null`, never dropped.
+ * Records built by {@link toRecord} (src/kafka/toRecord.ts) and read back from dead letters have a
+ * headers object without a prototype (`Object.create(null)`), so any header name, `__proto__`
+ * included, is an own property; read headers with {@link headerValues}, which looks at own
+ * properties only.
  */
 export interface KafkaRecord {
   readonly topic: string;
@@ -12,21 +18,57 @@ export interface KafkaRecord {
   readonly timestamp: string;
   readonly key: Buffer | null;
   readonly value: Buffer | null;
-  readonly headers: Readonly<Record<string, readonly Buffer[]>>;
+  readonly headers: Readonly<Record<string, readonly (Buffer | null)[]>>;
 }
 
-/** The first value of header `name` as UTF-8, or undefined when the record has none. */
+const NO_VALUES: readonly (Buffer | null)[] = Object.freeze([]);
+
+/**
+ * The values of header `name` in the order sent (`null` for a null value), or an empty list when
+ * the record has no such header. Own properties only: `toString` or `constructor` is never read
+ * from `Object.prototype`.
+ */
+export function headerValues(record: KafkaRecord, name: string): readonly (Buffer | null)[] {
+  return Object.hasOwn(record.headers, name) ? record.headers[name]! : NO_VALUES;
+}
+
+/**
+ * The first value of header `name` as UTF-8, or undefined when the record has no such header or
+ * its first value is null (a null value has no text).
+ */
 export function headerText(record: KafkaRecord, name: string): string | undefined {
-  return record.headers[name]?.[0]?.toString("utf8");
+  return headerValues(record, name)[0]?.toString("utf8");
 }
 
-/** Size of a record in bytes: key + value + header names and values. */
+/**
+ * Size of a record in bytes: key + value + header names (UTF-8) and values, as on the wire without
+ * the varint lengths. A null key, value or header value counts 0 bytes.
+ */
 export function recordBytes(record: KafkaRecord): number {
   let size = (record.key?.length ?? 0) + (record.value?.length ?? 0);
   // for…in, not Object.entries: this runs for every record, twice, and allocates nothing.
   for (const name in record.headers) {
+    if (!Object.hasOwn(record.headers, name)) continue;
     const values = record.headers[name]!;
-    for (let i = 0; i < values.length; i++) size += name.length + values[i]!.length;
+    const nameBytes = Buffer.byteLength(name, "utf8");
+    for (let i = 0; i < values.length; i++) size += nameBytes + (values[i]?.length ?? 0);
   }
   return size;
+}
+
+/**
+ * The default of REPLAYABLE_MAX_RECORD_HEADERS: a record with more headers is dead-lettered
+ * (RECORD_TOO_MANY_HEADERS). Kafka sets no limit; producers send a handful (CloudEvents binary
+ * mode: 4 to 10, tracing a few more). The limit bounds the work and memory one record costs after
+ * decoding (each header is a few JS objects, against 2 bytes on the wire at least).
+ */
+export const DEFAULT_MAX_RECORD_HEADERS = 1000;
+
+/** The number of headers of `record`, repeated names counted once per value. */
+export function headerCount(record: KafkaRecord): number {
+  let count = 0;
+  for (const name in record.headers) {
+    if (Object.hasOwn(record.headers, name)) count += record.headers[name]!.length;
+  }
+  return count;
 }

@@ -64,6 +64,8 @@ export interface ApplyBatchInput<T> {
   readonly lockTimeoutMs?: number;
   /** Records above this size (key + value + headers, bytes) are dead-lettered. */
   readonly maxRecordBytes: number;
+  /** Records with more headers are dead-lettered (REPLAYABLE_MAX_RECORD_HEADERS); default 1000. */
+  readonly maxRecordHeaders?: number;
   /**
    * The projection's rebuild epoch as read when the batch's generation began (readRebuildEpoch,
    * a decimal string): a newer one in the database means the batch was fetched before a rebuild.
@@ -126,6 +128,7 @@ async function inTransaction<T>(input: ApplyBatchInput<T>, last: string): Promis
     partition,
     records: fresh,
     maxRecordBytes: input.maxRecordBytes,
+    maxRecordHeaders: input.maxRecordHeaders,
     log,
     deadLetter: async (record, code, message) => {
       const id = await insertDeadLetter(client, projection.name, record, code, message);

@@ -11,12 +11,13 @@ import {
   PermanentRecordError,
   ReplayableError,
   classifyPgError,
+  recordErrorCode,
   recordErrorMessage,
   type ErrorCode,
 } from "../errors.js";
 import { failpoint } from "../failpoints.js";
 import type { ApplyContext, DecodedRecord, DuplicateKeyKind, Projection } from "../projection.js";
-import { recordBytes, type KafkaRecord } from "../record.js";
+import { DEFAULT_MAX_RECORD_HEADERS, headerCount, recordBytes, type KafkaRecord } from "../record.js";
 import { scrubSecrets } from "../secrets.js";
 import { insertEventIds, type SeenEventId } from "../sql/insertEventIds.js";
 import { extractEventId, valueDigest } from "./dedupeKeys.js";
@@ -35,6 +36,11 @@ export interface ApplyRecordsInput<T> {
   readonly records: readonly KafkaRecord[];
   /** Records above this size (key + value + headers, bytes) are dead-lettered (RECORD_TOO_LARGE). */
   readonly maxRecordBytes: number;
+  /**
+   * Records with more headers than this (repeated names counted per value) are dead-lettered
+   * (RECORD_TOO_MANY_HEADERS, REPLAYABLE_MAX_RECORD_HEADERS). Default {@link DEFAULT_MAX_RECORD_HEADERS}.
+   */
+  readonly maxRecordHeaders?: number;
   readonly log: Logger;
   readonly deadLetter: DeadLetterSink;
   /**
@@ -96,6 +102,16 @@ export async function applyRecords<T>(input: ApplyRecordsInput<T>): Promise<Appl
         record,
         "RECORD_TOO_LARGE",
         `record is ${size} bytes, over REPLAYABLE_MAX_RECORD_BYTES=${input.maxRecordBytes} (key + value + headers)`,
+      );
+      continue;
+    }
+    const headers = headerCount(record);
+    const maxHeaders = input.maxRecordHeaders ?? DEFAULT_MAX_RECORD_HEADERS;
+    if (headers > maxHeaders) {
+      await deadLetter(
+        record,
+        "RECORD_TOO_MANY_HEADERS",
+        `record has ${headers} headers, over REPLAYABLE_MAX_RECORD_HEADERS=${maxHeaders}`,
       );
       continue;
     }
@@ -238,13 +254,16 @@ async function applyDecoded<T>(
       if (!isPermanent(error)) throw error;
       await client.query("ROLLBACK TO SAVEPOINT replayable_record");
       await client.query("RELEASE SAVEPOINT replayable_record");
-      await deadLetter(item.record, codeOf(error, "APPLY_REJECTED"), recordErrorMessage(error));
+      await deadLetter(item.record, recordErrorCode(error, "APPLY_REJECTED"), recordErrorMessage(error));
     }
   }
   return applied;
 }
 
-/** A failure a retry will not fix: the projection said so, or PostgreSQL reported a data or constraint error. */
+/**
+ * A failure a retry will not fix: the projection said so, or PostgreSQL reported a data or
+ * constraint error or a program limit the record exceeds ({@link classifyPgError}).
+ */
 function isPermanent(error: unknown): boolean {
   return error instanceof PermanentRecordError || classifyPgError(error).kind === "permanent";
 }

@@ -258,6 +258,7 @@ export class ConsumerService {
         projection,
         lockTimeoutMs: config.lockTimeoutMs,
         maxRecordBytes: config.maxRecordBytes,
+        maxRecordHeaders: config.maxRecordHeaders,
       }),
       // At most REPLAYABLE_PARTITIONS_CONCURRENTLY transactions at once (back-off waits hold none).
       slots: pLimit(config.partitionsConsumedConcurrently),

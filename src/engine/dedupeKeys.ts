@@ -4,7 +4,7 @@ import { createHash, hash } from "node:crypto";
 import { unstorableTextReason } from "../text.js";
 import { PermanentRecordError } from "../errors.js";
 import type { DedupeKey } from "../projection.js";
-import { headerText, type KafkaRecord } from "../record.js";
+import { headerValues, type KafkaRecord } from "../record.js";
 
 /** Longest event id accepted, in characters. */
 export const MAX_EVENT_ID_LENGTH = 512;
@@ -16,24 +16,32 @@ export const MAX_EVENT_ID_LENGTH = 512;
  *   not a string, not valid UTF-8, holds a NUL character (PostgreSQL `text` cannot store U+0000),
  *   or is longer than {@link MAX_EVENT_ID_LENGTH}; also when the header is sent more than once with
  *   different values (Kafka allows repeated header names, KIP-82: no rule says which one is the id).
+ *   A header with a null value (length -1 on the wire) carries no id: the record has none, as if
+ *   the header were absent (a null value and an empty one are both "no id").
  */
 export function extractEventId(record: KafkaRecord, key: Exclude<DedupeKey, { kind: "offset" }>): string {
   let id: unknown;
   let where: string;
   if ("header" in key) {
     where = `header ${key.header}`;
-    const values = record.headers[key.header] ?? [];
+    const values = headerValues(record, key.header);
     const raw = values[0];
-    if (values.some((v) => !v.equals(raw!))) {
+    if (values.some((v) => (v === null || raw === null || raw === undefined ? v !== raw : !v.equals(raw)))) {
       throw new PermanentRecordError(
         "EVENT_ID_MISSING",
         `${where} is sent ${values.length} times with different values: the producer must send one id per record`,
       );
     }
+    if (raw === null) {
+      throw new PermanentRecordError(
+        "EVENT_ID_MISSING",
+        `${where} has a null value: every record needs a non-empty event id`,
+      );
+    }
     if (raw !== undefined && !isUtf8(raw)) {
       throw new PermanentRecordError("EVENT_ID_MISSING", `${where} is not valid UTF-8`);
     }
-    id = headerText(record, key.header);
+    id = raw?.toString("utf8");
   } else {
     where = `JSON field "${key.field}"`;
     let parsed: unknown;

@@ -15,6 +15,8 @@ export interface PoolTransactionRunnerOptions {
   readonly lockTimeoutMs: number;
   /** REPLAYABLE_MAX_RECORD_BYTES: larger records are dead-lettered. */
   readonly maxRecordBytes: number;
+  /** REPLAYABLE_MAX_RECORD_HEADERS: records with more headers are dead-lettered; default 1000. */
+  readonly maxRecordHeaders?: number;
 }
 
 /**
@@ -23,7 +25,7 @@ export interface PoolTransactionRunnerOptions {
  * COMMIT, the wait for a connection left out.
  */
 export function poolTransactionRunner(options: PoolTransactionRunnerOptions): TransactionRunner {
-  const { pool, projection, lockTimeoutMs, maxRecordBytes } = options;
+  const { pool, projection, lockTimeoutMs, maxRecordBytes, maxRecordHeaders } = options;
   return async (request) => {
     let client: pg.PoolClient | undefined;
     try {
@@ -31,7 +33,14 @@ export function poolTransactionRunner(options: PoolTransactionRunnerOptions): Tr
       // The failing query rejects too; this only keeps the "error" event from crashing the process.
       client.on("error", ignoreClientError);
       const started = process.hrtime.bigint();
-      const result = await applyBatch({ client, projection, lockTimeoutMs, maxRecordBytes, ...request });
+      const result = await applyBatch({
+        client,
+        projection,
+        lockTimeoutMs,
+        maxRecordBytes,
+        maxRecordHeaders,
+        ...request,
+      });
       const durationMs = Number(process.hrtime.bigint() - started) / 1e6;
       client.removeListener("error", ignoreClientError);
       client.release();

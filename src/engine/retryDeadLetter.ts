@@ -42,6 +42,8 @@ export interface RetryDeadLetterInput<T> {
   readonly id: string;
   /** Size limit, bytes (REPLAYABLE_MAX_RECORD_BYTES); raise it to retry RECORD_TOO_LARGE letters. */
   readonly maxRecordBytes: number;
+  /** REPLAYABLE_MAX_RECORD_HEADERS; raise it to retry RECORD_TOO_MANY_HEADERS letters. Default 1000. */
+  readonly maxRecordHeaders?: number;
   /** Who retries, e.g. `alice@host`, stored in `resolved_by`. */
   readonly resolvedBy: string;
   readonly log: Logger;
@@ -96,6 +98,7 @@ async function retryUnresolved<T>(input: RetryDeadLetterInput<T>, letter: DeadLe
     partition: record.partition,
     records: [record],
     maxRecordBytes: input.maxRecordBytes,
+    maxRecordHeaders: input.maxRecordHeaders,
     log: log.child({ topic: record.topic, partition: record.partition, offset: record.offset }),
     retrying: true,
     deadLetter: (_record, code, message) => {

@@ -85,18 +85,28 @@ export class DeadLetterPublisher {
   }
 }
 
-/** The record's headers (repeated values kept) plus {@link DLQ_HEADERS}. */
+/**
+ * The record's headers exactly (repeated values kept, null values sent as null: length -1 on the
+ * wire, KafkaJS patch 007), then {@link DLQ_HEADERS}, each added after the record's own values of
+ * that name, as Kafka Connect adds its context headers: a record that already carries a header
+ * named like one of ours keeps it, and ours is the last value (Java's `Headers.lastHeader`). The
+ * object has no prototype, so a header named `__proto__` is sent like any other.
+ */
 export function dlqHeaders(letter: DeadLetterToPublish): IHeaders {
-  const headers: IHeaders = {};
-  for (const [name, values] of Object.entries(letter.record.headers)) headers[name] = [...values];
+  const headers = Object.create(null) as Record<string, (Buffer | string | null)[]>;
+  for (const name of Object.keys(letter.record.headers)) headers[name] = [...letter.record.headers[name]!];
+  const add = (name: string, value: string) => {
+    if (Object.hasOwn(headers, name)) headers[name]!.push(value);
+    else headers[name] = [value];
+  };
   const { record } = letter;
-  headers[DLQ_HEADERS.topic] = record.topic;
-  headers[DLQ_HEADERS.partition] = String(record.partition);
-  headers[DLQ_HEADERS.offset] = record.offset;
-  headers[DLQ_HEADERS.timestamp] = record.timestamp;
-  headers[DLQ_HEADERS.projection] = letter.projection;
-  headers[DLQ_HEADERS.deadLetterId] = letter.id;
-  headers[DLQ_HEADERS.code] = letter.code;
-  headers[DLQ_HEADERS.message] = letter.message;
+  add(DLQ_HEADERS.topic, record.topic);
+  add(DLQ_HEADERS.partition, String(record.partition));
+  add(DLQ_HEADERS.offset, record.offset);
+  add(DLQ_HEADERS.timestamp, record.timestamp);
+  add(DLQ_HEADERS.projection, letter.projection);
+  add(DLQ_HEADERS.deadLetterId, letter.id);
+  add(DLQ_HEADERS.code, letter.code);
+  add(DLQ_HEADERS.message, letter.message);
   return headers;
 }

@@ -1,8 +1,8 @@
 /**
  * A start-up check that the KafkaJS this library loads carries replayable's patches
  * (patches/README.md): an unpatched KafkaJS 2.2.4 delivers aborted records under read_committed
- * and gets stuck behind a compacted empty batch, and its offset commits can move a group's offset
- * backwards (patch 006). npm and pnpm install the patched copy bundled
+ * and gets stuck behind a compacted empty batch, its offset commits can move a group's offset
+ * backwards (patch 006), and its header decoding is quadratic (patch 007). npm and pnpm install the patched copy bundled
  * with the package; a package manager that ignores `bundleDependencies` (Yarn 2+) or a hand-made
  * install does not, and this check refuses to consume with it.
  */
@@ -132,6 +132,39 @@ function hasCommitGeneration(): boolean {
 }
 
 /**
+ * Patch 007: the record decoder reads headers in one pass into an object without a prototype and
+ * keeps a null value (length -1), and the producer's record encoder sends a null value. Decodes a
+ * record built in memory with a null value, a repeated name and `__proto__`, encodes one with a
+ * null value, and looks for the one-pass function in the decoder (2.2.4 copied the headers object
+ * once per header: O(n²)).
+ */
+function hasRecordHeaders(): boolean {
+  type Headers = Record<string, unknown>;
+  const decodeRecord = kafkajsModule<
+    ((d: unknown, c: object) => { headers: Headers }) & { decodeHeaders?: unknown }
+  >("protocol/recordBatch/record/v0/decoder.js");
+  const encodeRecord = kafkajsModule<(r: { key: null; value: null; headers: Headers }) => { buffer: Buffer }>(
+    "protocol/recordBatch/record/v0/index.js",
+  );
+  const Decoder =
+    kafkajsModule<new (b: Buffer) => { readVarInt(): number; readAll(): Buffer }>("protocol/decoder.js");
+  const given = Object.create(null) as Headers;
+  given.n = [null, Buffer.from("x")];
+  given.__proto__ = Buffer.from("p");
+  const encoded = new Decoder(encodeRecord({ key: null, value: null, headers: given }).buffer);
+  encoded.readVarInt();
+  const { headers } = decodeRecord(new Decoder(encoded.readAll()), { firstOffset: "0", firstTimestamp: "0" });
+  const values = headers.n as unknown[];
+  return (
+    typeof decodeRecord.decodeHeaders === "function" &&
+    Object.getPrototypeOf(headers) === null &&
+    Object.hasOwn(headers, "__proto__") &&
+    Array.isArray(values) &&
+    values[0] === null
+  );
+}
+
+/**
  * Checks that the loaded KafkaJS behaves as patched, by running the patched functions on a
  * fetch response built in memory (no broker).
  * @throws ReplayableError KAFKA naming the missing patches and how to install them.
@@ -145,6 +178,7 @@ export async function assertKafkajsPatched(): Promise<void> {
     if (!hasLanesAndGenerations()) missing.push("003 lanes-and-generations");
     if (!hasFetchLimits()) missing.push("005 fetch-limits");
     if (!hasCommitGeneration()) missing.push("006 commit-generation");
+    if (!hasRecordHeaders()) missing.push("007 record-headers");
   } catch (error) {
     failure = error;
     missing.push("(the check itself failed: an unexpected KafkaJS version?)");
@@ -153,7 +187,7 @@ export async function assertKafkajsPatched(): Promise<void> {
   const path = require.resolve("kafkajs");
   throw new ReplayableError(
     "KAFKA",
-    `the KafkaJS loaded from ${path} lacks replayable's patches ${missing.join(", ")}: it can deliver aborted records under read_committed, stop at a compacted batch, not follow the memory budget's fetch sizes, or commit an offset with a later group generation's id. Install replayable with npm or pnpm (they install the patched copy it bundles), or, in a checkout, run \`npm ci\` (its postinstall applies patches/ with patch-package); see patches/README.md`,
+    `the KafkaJS loaded from ${path} lacks replayable's patches ${missing.join(", ")}: it can deliver aborted records under read_committed, stop at a compacted batch, not follow the memory budget's fetch sizes, commit an offset with a later group generation's id, or block for minutes on a record with many headers. Install replayable with npm or pnpm (they install the patched copy it bundles), or, in a checkout, run \`npm ci\` (its postinstall applies patches/ with patch-package); see patches/README.md`,
     { cause: failure, context: { kafkajs: path, missing } },
   );
 }

@@ -2,11 +2,44 @@
 import type pg from "pg";
 import type { KafkaRecord } from "../record.js";
 
-/** Header name → base64 of each value, as `dead_letters.headers` stores them (any bytes survive JSON). */
-export function headersToJson(headers: KafkaRecord["headers"]): Record<string, string[]> {
-  const json: Record<string, string[]> = {};
-  for (const [name, values] of Object.entries(headers)) json[name] = values.map((v) => v.toString("base64"));
+/**
+ * `dead_letters.headers` as stored: each value as base64, a null value as JSON `null`.
+ * - an object, header name → values in order (Kafka headers may repeat), when every name can be a
+ *   jsonb key;
+ * - an array of `[name as base64 of its UTF-8, values]` pairs, in order, when a name holds U+0000,
+ *   which no jsonb string can hold (PostgreSQL refuses `\u0000` with SQLSTATE 22P05).
+ * Either way any bytes survive, `__proto__` included; {@link headersFromJson} reads both.
+ */
+export type StoredHeaders = Record<string, (string | null)[]> | [string, (string | null)[]][];
+
+/** The headers of `record` as `dead_letters.headers` stores them ({@link StoredHeaders}). */
+export function headersToJson(headers: KafkaRecord["headers"]): StoredHeaders {
+  const names = Object.keys(headers);
+  const encode = (values: readonly (Buffer | null)[]) => values.map((v) => v?.toString("base64") ?? null);
+  if (names.some((name) => name.includes("\u0000"))) {
+    return names.map((name): [string, (string | null)[]] => [
+      Buffer.from(name, "utf8").toString("base64"),
+      encode(headers[name]!),
+    ]);
+  }
+  // No prototype: a header named __proto__ must be an own property, not the object's prototype.
+  const json = Object.create(null) as Record<string, (string | null)[]>;
+  for (const name of names) json[name] = encode(headers[name]!);
   return json;
+}
+
+/** Headers read back from `dead_letters.headers` ({@link StoredHeaders}), in an object without a prototype. */
+export function headersFromJson(stored: StoredHeaders): KafkaRecord["headers"] {
+  const headers = Object.create(null) as Record<string, (Buffer | null)[]>;
+  const decode = (values: (string | null)[]) =>
+    values.map((v) => (v === null ? null : Buffer.from(v, "base64")));
+  if (Array.isArray(stored)) {
+    for (const [name, values] of stored)
+      headers[Buffer.from(name, "base64").toString("utf8")] = decode(values);
+  } else {
+    for (const name of Object.keys(stored)) headers[name] = decode(stored[name]!);
+  }
+  return headers;
 }
 
 /**

@@ -1,6 +1,7 @@
 /** Reads dead letters (for `replayable dead-letters list|show|retry|discard`), with the record's bytes. */
 import type pg from "pg";
 import type { KafkaRecord } from "../record.js";
+import { headersFromJson, type StoredHeaders } from "./insertDeadLetter.js";
 
 /** One row of replayable.dead_letters, the record rebuilt from its stored bytes. */
 export interface DeadLetter {
@@ -48,7 +49,7 @@ interface Row {
   timestamp_ms: string | null;
   key: Buffer | null;
   value: Buffer | null;
-  headers: Record<string, string[]>;
+  headers: StoredHeaders;
   error_code: string;
   error_message: string;
   attempts: number;
@@ -114,10 +115,7 @@ export async function lockDeadLetter(client: pg.ClientBase, id: string): Promise
 }
 
 function toDeadLetter(row: Row): DeadLetter {
-  const headers: Record<string, Buffer[]> = {};
-  for (const [name, values] of Object.entries(row.headers)) {
-    headers[name] = values.map((v) => Buffer.from(v, "base64"));
-  }
+  const headers = headersFromJson(row.headers);
   return {
     id: row.id,
     projection: row.projection,

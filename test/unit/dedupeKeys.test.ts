@@ -3,7 +3,7 @@ import { extractEventId, valueDigest } from "../../src/engine/dedupeKeys.js";
 import { PermanentRecordError } from "../../src/errors.js";
 import type { KafkaRecord } from "../../src/record.js";
 
-const rec = (value: string | null, headers: Record<string, Buffer[]> = {}): KafkaRecord => ({
+const rec = (value: string | null, headers: Record<string, (Buffer | null)[]> = {}): KafkaRecord => ({
   topic: "t",
   partition: 0,
   offset: "0",
@@ -14,6 +14,25 @@ const rec = (value: string | null, headers: Record<string, Buffer[]> = {}): Kafk
 });
 
 describe("extractEventId", () => {
+  it("regression: a null-valued id header (length -1 on the wire) is no id: EVENT_ID_MISSING, not a TypeError", () => {
+    const byHeader = { kind: "event-id", header: "ce_id" } as const;
+    expect(() => extractEventId(rec("{}", { ce_id: [null] }), byHeader)).toThrow(/null value/);
+    expect(() => extractEventId(rec("{}", { ce_id: [null] }), byHeader)).toThrow(PermanentRecordError);
+    // Repeated with a null among the values: different values, so no single id.
+    expect(() => extractEventId(rec("{}", { ce_id: [Buffer.from("a"), null] }), byHeader)).toThrow(
+      /different values/,
+    );
+    expect(() => extractEventId(rec("{}", { ce_id: [null, Buffer.from("a")] }), byHeader)).toThrow(
+      /different values/,
+    );
+  });
+
+  it("reads no id from Object.prototype: a header named toString or constructor is absent", () => {
+    for (const header of ["toString", "constructor", "__proto__"]) {
+      expect(() => extractEventId(rec("{}"), { kind: "event-id", header })).toThrow(/record has no header/);
+    }
+  });
+
   it("keeps ids exactly as sent: leading zeros and values above 2^53", () => {
     expect(extractEventId(rec('{"id":"000123"}'), { kind: "event-id", field: "id" })).toBe("000123");
     expect(extractEventId(rec('{"id":"9007199254740993"}'), { kind: "event-id", field: "id" })).toBe(

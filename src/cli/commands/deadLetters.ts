@@ -261,6 +261,7 @@ async function retryAction(flags: ChangeFlags): Promise<void> {
           projection,
           id: letter.id,
           maxRecordBytes: config.maxRecordBytes,
+          maxRecordHeaders: config.maxRecordHeaders,
           resolvedBy: operator(),
           log,
         });

@@ -5,7 +5,7 @@
  * with its bytes (docs/design.md "dead letter").
  */
 import { PermanentRecordError } from "../../errors.js";
-import type { KafkaRecord } from "../../record.js";
+import { headerValues, type KafkaRecord } from "../../record.js";
 import { isUtf8 } from "../../engine/dedupeKeys.js";
 import { fromJson, fromText, type Converted, type FieldType } from "./fieldTypes.js";
 import type { UpsertKeyPart, UpsertProjectionSpec } from "./upsertProjectionSpec.js";
@@ -104,8 +104,9 @@ function keyText(
     case "header": {
       const name = part.name!;
       where = `header ${JSON.stringify(name)} (${what}, ${part.type})`;
-      const bytes = record.headers[name]?.[0];
+      const bytes = headerValues(record, name)[0];
       if (bytes === undefined) throw invalid(`${where} is missing`);
+      if (bytes === null) throw invalid(`${where} is null`);
       if (!isUtf8(bytes)) throw invalid(`${where} is not valid UTF-8`);
       raw = bytes.toString("utf8");
       result = fromText(part.type, raw as string);
@@ -144,9 +145,17 @@ function jsonObject(bytes: Buffer, what: "value" | "record key"): Record<string,
   return parsed as Record<string, unknown>;
 }
 
-/** A value as JSON, at most 100 characters. */
+/** A value as JSON, at most 100 characters; a value nested too deep for JSON.stringify is described. */
 function shown(value: unknown): string {
-  const text = JSON.stringify(value) ?? String(value);
+  let text: string;
+  try {
+    text = JSON.stringify(value) ?? String(value);
+  } catch {
+    // RangeError: a record's JSON nested thousands deep overflows the stack (issue 26 fuzz test).
+    return Array.isArray(value)
+      ? "a JSON array nested too deep to show"
+      : "a JSON value nested too deep to show";
+  }
   return text.length > 100 ? `${text.slice(0, 99)}…` : text;
 }
 

@@ -1,0 +1,88 @@
+/**
+ * Headers as KafkaJS hands them over, through toRecord and recordBytes: a null-valued header
+ * (length -1 on the wire, `new RecordHeader("k", null)` in Java) and a header named `__proto__`
+ * (issue 26, items 1 and 4). Both used to stop the member: a TypeError on `null.length`, and a
+ * headers object whose prototype the record replaced.
+ */
+import type { KafkaMessage } from "kafkajs";
+import { describe, expect, it } from "vitest";
+import { toRecord } from "../../src/kafka/toRecord.js";
+import { headerText, headerValues, recordBytes, type KafkaRecord } from "../../src/record.js";
+
+/** A KafkaJS message whose headers object is `headers` as given (own properties, any names). */
+function message(headers: Record<string, unknown>): KafkaMessage {
+  return {
+    key: Buffer.from("k"),
+    value: Buffer.from("vv"),
+    timestamp: "0",
+    attributes: 0,
+    offset: "7",
+    headers,
+  } as unknown as KafkaMessage;
+}
+
+/** An object with own enumerable properties exactly as listed (a literal `__proto__:` would set the prototype). */
+function own(entries: [string, unknown][]): Record<string, unknown> {
+  const object: Record<string, unknown> = {};
+  for (const [name, value] of entries) {
+    Object.defineProperty(object, name, { value, enumerable: true, writable: true, configurable: true });
+  }
+  return object;
+}
+
+describe("record headers", () => {
+  it("regression: keeps a null-valued header as null and counts only its name in recordBytes", () => {
+    const record = toRecord(
+      "t",
+      0,
+      message(
+        own([
+          ["trace", null],
+          ["ce_id", Buffer.from("abc")],
+        ]),
+      ),
+    );
+    expect(record.headers.trace).toEqual([null]);
+    expect(recordBytes(record)).toBe(1 + 2 + "trace".length + "ce_id".length + 3);
+    expect(headerText(record, "trace")).toBeUndefined();
+    expect(headerText(record, "ce_id")).toBe("abc");
+  });
+
+  it("keeps null among repeated values, in order", () => {
+    const record = toRecord("t", 0, message(own([["h", [Buffer.from("a"), null, "b"]]])));
+    expect(record.headers.h).toEqual([Buffer.from("a"), null, Buffer.from("b")]);
+    expect(headerValues(record, "h")).toEqual([Buffer.from("a"), null, Buffer.from("b")]);
+  });
+
+  it("regression: a header named __proto__ stays a header and recordBytes stays a number", () => {
+    const record = toRecord(
+      "t",
+      0,
+      message(
+        own([
+          ["__proto__", Buffer.from("x")],
+          ["constructor", Buffer.from("yy")],
+        ]),
+      ),
+    );
+    expect(Object.getPrototypeOf(record.headers)).toBeNull();
+    expect(Object.keys(record.headers)).toEqual(["__proto__", "constructor"]);
+    expect(headerValues(record, "__proto__")).toEqual([Buffer.from("x")]);
+    expect(recordBytes(record)).toBe(1 + 2 + "__proto__".length + 1 + "constructor".length + 2);
+  });
+
+  it("reads no header from Object.prototype: toString, constructor and hasOwnProperty are absent", () => {
+    // A record built by hand (a test, a projection's own code) with an ordinary object.
+    const record: KafkaRecord = { ...toRecord("t", 0, message({})), headers: {} };
+    for (const name of ["toString", "constructor", "hasOwnProperty", "__proto__"]) {
+      expect(headerValues(record, name)).toEqual([]);
+      expect(headerText(record, name)).toBeUndefined();
+    }
+    expect(recordBytes(record)).toBe(3);
+  });
+
+  it("counts header names in UTF-8 bytes", () => {
+    const record = toRecord("t", 0, message(own([["é€", Buffer.from("")]])));
+    expect(recordBytes(record)).toBe(1 + 2 + 2 + 3);
+  });
+});
