@@ -3,8 +3,11 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 export KAFKA_BROKERS ?= 127.0.0.1:$(or $(KAFKA_PORT),9092)
 export DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/test
+# The fault tests' three-broker cluster (test/helpers/faultClusterPorts.ts): its own ports and data.
+FAULTS_KAFKA = KAFKA_NODES=3 KAFKA_CLUSTER_PORT=29092 KAFKA_CLUSTER_CONTROLLER_PORT=29192 \
+  KAFKA_CLUSTER_INTERNAL_PORT=29292 KAFKA_CLUSTER_ADVERTISED_PORT=29392 KAFKA_CLUSTER_DATA_DIR=.data/kafka-faults
 
-.PHONY: help install up down pg prometheus migrate build typecheck lint test test-unit test-int test-cluster test-security demo bench clean
+.PHONY: help install up down pg prometheus migrate build typecheck lint test test-unit test-int test-cluster test-security test-faults demo bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -24,9 +27,10 @@ prometheus: ## make sure promtool and prometheus are installed (the Debian packa
 up: install pg ## start the local single-node Kafka (KRaft) and check PostgreSQL; harmless twice
 	@scripts/kafka/kafka.sh up
 
-down: ## stop the local Kafka (the three-broker test cluster and the secured brokers too) and remove their data
+down: ## stop the local Kafka (the three-broker test clusters and the secured brokers too) and remove their data
 	@scripts/kafka/kafka.sh down
 	@KAFKA_NODES=3 scripts/kafka/kafka.sh down
+	@$(FAULTS_KAFKA) scripts/kafka/kafka.sh down
 	@scripts/kafka/secure-kafka.sh down
 	@KAFKA_SECURE_DATA_DIR=.data/kafka-secure-test scripts/kafka/secure-kafka.sh down
 
@@ -54,7 +58,13 @@ test-cluster: install pg ## leader changes and broker faults on a local three-br
 test-security: install pg ## TLS, SASL and ACLs against one secured broker (started and removed by the tests)
 	npm run test:security
 
-test: lint typecheck test-unit test-int test-cluster test-security ## lint, typecheck, unit, integration, cluster and security tests (starts the stack)
+# Three more JVMs do not fit beside the cluster's on 2 cores: the cluster (if this checkout started
+# it) is stopped first, its data kept; `make test-cluster` starts it again.
+test-faults: install pg ## silent, reset and slow connections to PostgreSQL and brokers, through fault proxies (its own three-broker cluster)
+	@KAFKA_NODES=3 scripts/kafka/kafka.sh stop
+	npm run test:faults
+
+test: lint typecheck test-unit test-int test-cluster test-security test-faults ## lint, typecheck, unit, integration, cluster, security and fault tests (starts the stack)
 
 demo: up ## the end-to-end demo on real input (see README)
 	@node --import tsx scripts/demo.ts

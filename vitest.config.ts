@@ -1,11 +1,14 @@
 import { defineConfig } from "vitest/config";
 import { CLUSTER_BROKERS } from "./test/helpers/clusterBrokers.js";
+import { FAULT_CLUSTER_ENV, FAULT_DIRECT_BROKERS } from "./test/helpers/faultClusterPorts.js";
 
 /**
- * Four projects: `unit` (pure logic, no services), `integration` (real Kafka with one broker and
+ * Five projects: `unit` (pure logic, no services), `integration` (real Kafka with one broker and
  * PostgreSQL), `cluster` (real PostgreSQL and a local three-broker Kafka cluster, for leader
  * changes and broker faults; see test/helpers/cluster.ts) and `security` (real PostgreSQL and one
- * secured broker the run starts itself: TLS, SASL, ACLs; see test/helpers/secureKafka.ts).
+ * secured broker the run starts itself: TLS, SASL, ACLs; see test/helpers/secureKafka.ts) and
+ * `faults` (real PostgreSQL and a three-broker cluster of its own whose connections from the member
+ * run through fault proxies: silent, reset, latency; see test/helpers/faultCluster.ts).
  */
 export default defineConfig({
   test: {
@@ -46,6 +49,21 @@ export default defineConfig({
           fileParallelism: true,
           maxWorkers: 2,
           globalSetup: ["test/security/globalSetup.ts"],
+        },
+      },
+      {
+        test: {
+          name: "faults",
+          include: ["test/faults/**/*.test.ts"],
+          testTimeout: 300_000,
+          hookTimeout: 180_000,
+          // The broker proxies listen on fixed ports in each file's process: one file at a time.
+          fileParallelism: false,
+          maxWorkers: 1,
+          globalSetup: ["test/faults/globalSetup.ts"],
+          // kafka.sh (through test/helpers/cluster.ts) acts on the faults cluster; the tests' own
+          // clients bootstrap through the INTERNAL listeners, never through a proxy.
+          env: { ...FAULT_CLUSTER_ENV, KAFKA_BROKERS: FAULT_DIRECT_BROKERS.join(",") },
         },
       },
     ],

@@ -37,6 +37,18 @@
 #   KAFKA_CLUSTER_CONTROLLER_PORT  first controller port   (default 19192: 19192, 19193, 19194)
 #   KAFKA_CLUSTER_DATA_DIR         data directory          (default <repo>/.data/kafka-cluster)
 #   KAFKA_CLUSTER_HEAP_OPTS        JVM heap of each node   (default -Xms128m -Xmx384m)
+# For fault tests (test/helpers/faultCluster.ts), clients can be made to reach the nodes through a
+# proxy while the nodes talk to each other directly. Both unset: as above, one PLAINTEXT listener
+# for clients and brokers alike. Set together:
+#   KAFKA_CLUSTER_INTERNAL_PORT    first port of an INTERNAL listener (node i: +i-1) that carries the
+#                                  inter-broker traffic and advertises itself
+#   KAFKA_CLUSTER_ADVERTISED_PORT  first port the PLAINTEXT (client) listener advertises (node i:
+#                                  +i-1), e.g. a fault proxy's; the listener still binds
+#                                  KAFKA_CLUSTER_PORT+i-1, where the proxy forwards to
+#   Kafka answers metadata with the addresses of the listener a request came in on, so the
+#   readiness check, `status` and `move-leader` bootstrap through the INTERNAL ports and work
+#   while no proxy runs; clients that bootstrap through the proxies get the proxies' addresses.
+#   `brokers` prints the advertised (proxy) list.
 # Both:
 #   KAFKA_CACHE_DIR        where the jars are cached        (default <repo>/.cache/kafka)
 #   KAFKA_READY_TIMEOUT_S  how long `up`/`start-node` wait  (default 90; 180 for a cluster)
@@ -63,7 +75,15 @@ else
   timeout_s=${KAFKA_READY_TIMEOUT_S:-180}
   rf=$((nodes < 3 ? nodes : 3))
   min_isr=2
+  iport=${KAFKA_CLUSTER_INTERNAL_PORT:-}
+  aport=${KAFKA_CLUSTER_ADVERTISED_PORT:-}
+  if [ -n "$iport$aport" ] && { [ -z "$iport" ] || [ -z "$aport" ]; }; then
+    echo "kafka: set KAFKA_CLUSTER_INTERNAL_PORT and KAFKA_CLUSTER_ADVERTISED_PORT together, or neither" >&2
+    exit 2
+  fi
 fi
+iport=${iport:-}
+aport=${aport:-}
 cache=${KAFKA_CACHE_DIR:-$repo/.cache/kafka}
 jars=$cache/$version
 
@@ -75,9 +95,23 @@ controller_port() { echo $((cport + $1 - 1)); }
 node_dir() { if [ "$nodes" -eq 1 ]; then echo "$data"; else echo "$data/node-$1"; fi; }
 pidfile() { echo "$(node_dir "$1")/kafka.pid"; }
 
+# Node i's INTERNAL and advertised client port (only with KAFKA_CLUSTER_INTERNAL_PORT set).
+internal_port() { echo $((iport + $1 - 1)); }
+advertised_port() { if [ -n "$aport" ]; then echo $((aport + $1 - 1)); else client_port "$1"; fi; }
+
+# The bootstrap list clients use: the advertised client ports.
 brokers() {
   local list="" i
-  for i in $(seq 1 "$nodes"); do list="$list${list:+,}127.0.0.1:$(client_port "$i")"; done
+  for i in $(seq 1 "$nodes"); do list="$list${list:+,}127.0.0.1:$(advertised_port "$i")"; done
+  echo "$list"
+}
+
+# The bootstrap list of this script's own checks and tools: the INTERNAL ports when there are
+# some (metadata then names the INTERNAL addresses, reachable without the proxies), else `brokers`.
+tool_brokers() {
+  if [ -z "$iport" ]; then brokers; return; fi
+  local list="" i
+  for i in $(seq 1 "$nodes"); do list="$list${list:+,}127.0.0.1:$(internal_port "$i")"; done
   echo "$list"
 }
 
@@ -111,7 +145,7 @@ port_open() {
 cluster_answers() {
   local i
   for i in $(seq 1 "$nodes"); do port_open "$(client_port "$i")" || return 1; done
-  KAFKA_BROKERS="$(brokers)" KAFKA_SECURITY_PROTOCOL=PLAINTEXT node "$here/wait-ready.mjs" "$1" "$nodes"
+  KAFKA_BROKERS="$(tool_brokers)" KAFKA_SECURITY_PROTOCOL=PLAINTEXT node "$here/wait-ready.mjs" "$1" "$nodes"
 }
 
 voters() {
@@ -123,15 +157,24 @@ voters() {
 write_properties() {
   local id=$1 dir; dir=$(node_dir "$1")
   local p c; p=$(client_port "$id"); c=$(controller_port "$id")
+  local listeners="PLAINTEXT://127.0.0.1:$p,CONTROLLER://127.0.0.1:$c"
+  local advertised="PLAINTEXT://127.0.0.1:$p" map="PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT" inter=PLAINTEXT
+  if [ -n "$iport" ]; then
+    local i; i=$(internal_port "$id")
+    listeners="PLAINTEXT://127.0.0.1:$p,INTERNAL://127.0.0.1:$i,CONTROLLER://127.0.0.1:$c"
+    advertised="PLAINTEXT://127.0.0.1:$(advertised_port "$id"),INTERNAL://127.0.0.1:$i"
+    map="$map,INTERNAL:PLAINTEXT"
+    inter=INTERNAL
+  fi
   cat >"$dir/server.properties" <<PROPS
 process.roles=broker,controller
 node.id=$id
 controller.quorum.voters=$(voters)
-listeners=PLAINTEXT://127.0.0.1:$p,CONTROLLER://127.0.0.1:$c
-advertised.listeners=PLAINTEXT://127.0.0.1:$p
+listeners=$listeners
+advertised.listeners=$advertised
 controller.listener.names=CONTROLLER
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
-inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=$map
+inter.broker.listener.name=$inter
 log.dirs=$dir/logs
 num.partitions=1
 auto.create.topics.enable=false
@@ -193,7 +236,7 @@ wait_port() {
 
 wait_cluster() {
   local deadline=$1
-  KAFKA_BROKERS="$(brokers)" KAFKA_SECURITY_PROTOCOL=PLAINTEXT node "$here/wait-ready.mjs" $((deadline - SECONDS > 5 ? deadline - SECONDS : 5)) "$nodes"
+  KAFKA_BROKERS="$(tool_brokers)" KAFKA_SECURITY_PROTOCOL=PLAINTEXT node "$here/wait-ready.mjs" $((deadline - SECONDS > 5 ? deadline - SECONDS : 5)) "$nodes"
 }
 
 up() {
@@ -277,7 +320,7 @@ move_leader() {
   [ $# -eq 3 ] || { log "usage: $0 move-leader TOPIC PARTITION BROKER_ID | reassign TOPIC PARTITION ID,ID,..."; exit 2; }
   fetch_jars
   java -cp "$jars/*" -Dlog4j2.configurationFile="$here/log4j2-tools.properties" -Xmx128m \
-    "$here/MoveLeader.java" "$(brokers)" "$@"
+    "$here/MoveLeader.java" "$(tool_brokers)" "$@"
 }
 
 # The node commands need the pid: refuse a node that answers but was started elsewhere.
