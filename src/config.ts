@@ -166,6 +166,15 @@ const schema = z.object({
   // A transaction waits at most this long for a row lock (PostgreSQL lock_timeout), then is retried
   // with back-off outside the transaction slots, so a lock held elsewhere cannot take every slot.
   REPLAYABLE_LOCK_TIMEOUT_MS: intFrom(0, 3_600_000, "ms").default(5000),
+  // Every wait on PostgreSQL has a deadline (docs/design.md "Faults"). 60 s: far above a legitimate
+  // statement of a transaction (a lock wait ends at REPLAYABLE_LOCK_TIMEOUT_MS, 5 s), short enough
+  // that a silent connection is given up within about a minute.
+  REPLAYABLE_DB_QUERY_TIMEOUT_MS: intFrom(100, 3_600_000, "ms").default(60_000),
+  // The server ends a transaction whose client went silent, and its row locks with it.
+  REPLAYABLE_DB_IDLE_IN_TRANSACTION_TIMEOUT_MS: intFrom(100, 3_600_000, "ms").default(60_000),
+  REPLAYABLE_DB_KEEPALIVE_MS: intFrom(1000, 7_200_000, "ms").default(10_000),
+  // The advisory-lock session is idle between these health queries; each has the query timeout.
+  REPLAYABLE_DB_LOCK_CHECK_INTERVAL_MS: intFrom(100, 3_600_000, "ms").default(10_000),
   REPLAYABLE_METRICS_HOST: z.string().min(1).default("127.0.0.1"),
   REPLAYABLE_METRICS_PORT: intFrom(0, 65535, "").default(9464),
   // The Prometheus exporters' web configuration file (TLS, basic auth); read by metrics/webConfig.ts.
@@ -228,6 +237,26 @@ export interface Config {
    * it fails with 55P03 and the transaction is retried with back-off, holding no transaction slot.
    */
   readonly lockTimeoutMs: number;
+  /**
+   * Client-side deadline of every query of a member on PostgreSQL, ms
+   * (REPLAYABLE_DB_QUERY_TIMEOUT_MS, default 60000), also its sessions' `statement_timeout`. A query
+   * past it fails, its connection is discarded, and a transaction is retried with back-off: the
+   * bound on a wait on a silent (half-open) connection.
+   */
+  readonly dbQueryTimeoutMs: number;
+  /**
+   * PostgreSQL `idle_in_transaction_session_timeout` of the transactions' sessions, ms
+   * (REPLAYABLE_DB_IDLE_IN_TRANSACTION_TIMEOUT_MS, default 60000): the server ends a transaction
+   * whose client went silent, and releases its checkpoint row lock.
+   */
+  readonly dbIdleInTransactionTimeoutMs: number;
+  /** Idle time before TCP keepalive probes start on every PostgreSQL connection, ms (REPLAYABLE_DB_KEEPALIVE_MS, default 10000). */
+  readonly dbKeepAliveMs: number;
+  /**
+   * How often the advisory-lock session is checked with `SELECT 1` (deadline: the query timeout),
+   * ms (REPLAYABLE_DB_LOCK_CHECK_INTERVAL_MS, default 10000); a failed check counts as the lock lost.
+   */
+  readonly dbLockCheckIntervalMs: number;
   /**
    * The metrics endpoint: interface, port, and the web configuration file (HTTPS and basic auth,
    * the Prometheus exporters' format; undefined: plain HTTP without authentication).
@@ -387,6 +416,10 @@ function freezeConfig(c: z.output<typeof schema>, security: KafkaSecurity): Conf
     retryMaxMs: c.REPLAYABLE_RETRY_MAX_MS,
     dbPoolSize: c.REPLAYABLE_DB_POOL_SIZE,
     lockTimeoutMs: c.REPLAYABLE_LOCK_TIMEOUT_MS,
+    dbQueryTimeoutMs: c.REPLAYABLE_DB_QUERY_TIMEOUT_MS,
+    dbIdleInTransactionTimeoutMs: c.REPLAYABLE_DB_IDLE_IN_TRANSACTION_TIMEOUT_MS,
+    dbKeepAliveMs: c.REPLAYABLE_DB_KEEPALIVE_MS,
+    dbLockCheckIntervalMs: c.REPLAYABLE_DB_LOCK_CHECK_INTERVAL_MS,
     metrics: Object.freeze({
       host: c.REPLAYABLE_METRICS_HOST,
       port: c.REPLAYABLE_METRICS_PORT,
@@ -431,6 +464,13 @@ function crossChecks(c: Partial<z.output<typeof schema>>): { variable: string; m
     problems.push({
       variable: "REPLAYABLE_STALL_TIMEOUT_MS",
       message: `must be more than REPLAYABLE_LAG_REFRESH_MS (${c.REPLAYABLE_LAG_REFRESH_MS}): progress is checked at each lag refresh; raise it or refresh more often`,
+    });
+  }
+  const queryTimeout = both(c.REPLAYABLE_DB_QUERY_TIMEOUT_MS, c.REPLAYABLE_LOCK_TIMEOUT_MS);
+  if (queryTimeout && queryTimeout[1] > 0 && queryTimeout[0] <= queryTimeout[1]) {
+    problems.push({
+      variable: "REPLAYABLE_DB_QUERY_TIMEOUT_MS",
+      message: `must be more than REPLAYABLE_LOCK_TIMEOUT_MS (${c.REPLAYABLE_LOCK_TIMEOUT_MS}): a statement waiting for a row lock would be cut off by the client before lock_timeout ends the wait`,
     });
   }
   const dlq = both(c.REPLAYABLE_DLQ_TOPIC, c.REPLAYABLE_TOPICS);

@@ -92,7 +92,8 @@ export type RetryReason =
  *   `40P01` deadlock_detected, `55P03` lock_not_available (REPLAYABLE_LOCK_TIMEOUT_MS ran out),
  *   class `08` connection exception, `57P01`..`57P03`
  *   admin shutdown / cannot connect now, class `53` insufficient resources, and
- *   socket errors (ECONNRESET, ECONNREFUSED, a pool timeout) without a SQLSTATE;
+ *   socket errors (ECONNRESET, ECONNREFUSED, a pool timeout, node-postgres's client-side
+ *   "Query read timeout") without a SQLSTATE;
  * - permanent (the record's data is the problem: dead-letter it): class `22` data
  *   exception and class `23` integrity constraint violation;
  * - fault: anything else (a bug or a schema problem); retried like transient by
@@ -177,7 +178,7 @@ function isConnectionError(error: object): boolean {
   const code = (error as { code?: unknown }).code;
   if (typeof code === "string" && CONNECTION_ERRNOS.has(code)) return true;
   const message = errorMessage(error);
-  return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|terminating connection|Client was closed and is not queryable/i.test(
+  return /Connection terminated|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error|terminating connection|Client was closed and is not queryable/i.test(
     message,
   );
 }

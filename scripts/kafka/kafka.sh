@@ -157,24 +157,15 @@ voters() {
 write_properties() {
   local id=$1 dir; dir=$(node_dir "$1")
   local p c; p=$(client_port "$id"); c=$(controller_port "$id")
-  local listeners="PLAINTEXT://127.0.0.1:$p,CONTROLLER://127.0.0.1:$c"
-  local advertised="PLAINTEXT://127.0.0.1:$p" map="PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT" inter=PLAINTEXT
-  if [ -n "$iport" ]; then
-    local i; i=$(internal_port "$id")
-    listeners="PLAINTEXT://127.0.0.1:$p,INTERNAL://127.0.0.1:$i,CONTROLLER://127.0.0.1:$c"
-    advertised="PLAINTEXT://127.0.0.1:$(advertised_port "$id"),INTERNAL://127.0.0.1:$i"
-    map="$map,INTERNAL:PLAINTEXT"
-    inter=INTERNAL
-  fi
   cat >"$dir/server.properties" <<PROPS
 process.roles=broker,controller
 node.id=$id
 controller.quorum.voters=$(voters)
-listeners=$listeners
-advertised.listeners=$advertised
+listeners=PLAINTEXT://127.0.0.1:$p,CONTROLLER://127.0.0.1:$c
+advertised.listeners=PLAINTEXT://127.0.0.1:$p
 controller.listener.names=CONTROLLER
-listener.security.protocol.map=$map
-inter.broker.listener.name=$inter
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+inter.broker.listener.name=PLAINTEXT
 log.dirs=$dir/logs
 num.partitions=1
 auto.create.topics.enable=false
@@ -187,6 +178,16 @@ share.coordinator.state.topic.min.isr=$min_isr
 group.initial.rebalance.delay.ms=0
 delete.topic.enable=true
 PROPS
+  # Fault tests: an INTERNAL listener for the brokers (and this script's checks), the client
+  # listener advertised at another port (a proxy's). Edited after the heredoc, which
+  # test/unit/deploy/compose.test.ts compares with compose.yaml.
+  if [ -n "$iport" ]; then
+    local i a; i=$(internal_port "$id"); a=$(advertised_port "$id")
+    sed -i -e "s|^listeners=.*|listeners=PLAINTEXT://127.0.0.1:$p,INTERNAL://127.0.0.1:$i,CONTROLLER://127.0.0.1:$c|" \
+      -e "s|^advertised.listeners=.*|advertised.listeners=PLAINTEXT://127.0.0.1:$a,INTERNAL://127.0.0.1:$i|" \
+      -e "s|^listener.security.protocol.map=.*|&,INTERNAL:PLAINTEXT|" \
+      -e "s|^inter.broker.listener.name=.*|inter.broker.listener.name=INTERNAL|" "$dir/server.properties"
+  fi
 }
 
 jvm() {

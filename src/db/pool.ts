@@ -16,7 +16,34 @@ export interface PoolOptions {
   connectionTimeoutMs?: number;
   /** application_name shown in pg_stat_activity; default "replayable". */
   applicationName?: string;
+  /**
+   * Idle time before TCP keepalive probes start on each connection, ms; default 10000. Keepalive is
+   * always on: it keeps NATs and load balancers from dropping an idle connection and lets the
+   * kernel end a dead idle one. It does not bound a query on a silent connection (unacknowledged
+   * data is retransmitted for about 15 minutes first, and Node exposes no TCP_USER_TIMEOUT):
+   * {@link PoolOptions.queryTimeoutMs} does.
+   */
+  keepAliveInitialDelayMs?: number;
+  /**
+   * Client-side deadline of every query, ms (node-postgres `query_timeout`); absent: none. A query
+   * past it fails with "Query read timeout" and its connection is discarded, never reused: a
+   * failed `pool.query` is released with its error, and a checked-out client must be released with
+   * `release(true)` after any failed query (node-postgres keeps a timed-out query as the active
+   * one, and closing such a client destroys its socket).
+   */
+  queryTimeoutMs?: number;
+  /** PostgreSQL `statement_timeout` of every session, ms; absent: the server's setting. */
+  statementTimeoutMs?: number;
+  /**
+   * PostgreSQL `idle_in_transaction_session_timeout` of every session, ms; absent: the server's
+   * setting. The server ends a session idle this long inside a transaction, and with it its row
+   * locks: the bound on how long a transaction whose client went silent keeps the checkpoint row.
+   */
+  idleInTransactionTimeoutMs?: number;
 }
+
+/** {@link PoolOptions.keepAliveInitialDelayMs}'s default, ms. */
+export const KEEPALIVE_INITIAL_DELAY_MS = 10_000;
 
 // int8 (bigint, OID 20) as string, never as a lossy number; offsets and sums are 64-bit.
 pg.types.setTypeParser(20, (value: string) => value);
@@ -38,6 +65,13 @@ export function createPool(options: PoolOptions, onError: (error: Error) => void
     max: options.max ?? 10,
     connectionTimeoutMillis: options.connectionTimeoutMs ?? 10_000,
     application_name: options.applicationName ?? "replayable",
+    keepAlive: true,
+    keepAliveInitialDelayMillis: options.keepAliveInitialDelayMs ?? KEEPALIVE_INITIAL_DELAY_MS,
+    ...(options.queryTimeoutMs === undefined ? {} : { query_timeout: options.queryTimeoutMs }),
+    ...(options.statementTimeoutMs === undefined ? {} : { statement_timeout: options.statementTimeoutMs }),
+    ...(options.idleInTransactionTimeoutMs === undefined
+      ? {}
+      : { idle_in_transaction_session_timeout: options.idleInTransactionTimeoutMs }),
   });
   // A connection can die while checked out and idle before its caller attaches an "error"
   // listener: a new connection's ReadyForQuery and the server's FATAL (pg_terminate_backend, a
@@ -66,6 +100,24 @@ export function connectionConfig(url: string): pg.ClientConfig {
     ...(tls.sslnegotiation === undefined ? {} : { sslnegotiation: tls.sslnegotiation }),
   };
 }
+
+/**
+ * True when `error` (or an error in its `cause` chain: drizzle-orm wraps node-postgres errors) is
+ * node-postgres's client-side query timeout ("Query read timeout", {@link PoolOptions.queryTimeoutMs}).
+ * Its connection still has the unanswered query as its active one: anything sent after it queues
+ * behind it, so the connection must be discarded, not rolled back and reused.
+ */
+export function isQueryReadTimeout(error: unknown): boolean {
+  let current: unknown = error;
+  for (let depth = 0; depth < 10 && typeof current === "object" && current !== null; depth++) {
+    if (current instanceof Error && current.message === QUERY_READ_TIMEOUT) return true;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return false;
+}
+
+/** node-postgres's message of a query past `query_timeout` (pg/lib/client.js). */
+const QUERY_READ_TIMEOUT = "Query read timeout";
 
 /** A drizzle handle over a pool or a checked-out client. */
 export function drizzleOf(client: pg.Pool | pg.PoolClient): Db {

@@ -6,6 +6,7 @@
  */
 import pg from "pg";
 import type { Logger } from "pino";
+import { isQueryReadTimeout } from "./pool.js";
 
 /** Options of {@link withTransaction}. */
 export interface TransactionOptions {
@@ -26,7 +27,9 @@ export interface TransactionOptions {
 /**
  * Runs `work` inside one READ COMMITTED transaction on `client` (checked out by the caller, who
  * releases it; after a thrown error the caller should discard it: a failed ROLLBACK leaves the
- * session inside the transaction).
+ * session inside the transaction). After a client-side query timeout no ROLLBACK is sent: it would
+ * queue behind the unanswered query and wait out a second timeout; the discarded connection ends
+ * the transaction (or, on a silent network, the server's `idle_in_transaction_session_timeout`).
  * @returns what `work` returned, after COMMIT succeeded.
  * @throws RangeError when `lockTimeoutMs` is not a non-negative integer (before BEGIN).
  * @throws whatever `work`, BEGIN or COMMIT threw, after the ROLLBACK.
@@ -50,6 +53,7 @@ export async function withTransaction<T>(
     await client.query("COMMIT");
     return value;
   } catch (error) {
+    if (isQueryReadTimeout(error)) throw error;
     await client.query("ROLLBACK").catch((rollbackError: unknown) => {
       options.log?.warn({ err: rollbackError }, "ROLLBACK failed; the connection is discarded");
     });

@@ -143,6 +143,7 @@ export class ConsumerService {
       pool: this.lockPool,
       projection: projection.name,
       retry: { initialMs: config.retryInitialMs, maxMs: config.retryMaxMs },
+      checkIntervalMs: config.dbLockCheckIntervalMs,
       signal: this.abort.signal,
       onLockedOut: (error) => this.fail(error),
       log,
@@ -517,15 +518,29 @@ export class ConsumerService {
 /** How long /readyz waits for PostgreSQL's answer (or a connection), ms. */
 const READINESS_TIMEOUT_MS = 3000;
 
-/** The main pool (REPLAYABLE_DB_POOL_SIZE), the /readyz probe's and the advisory lock's. */
+/**
+ * The main pool (REPLAYABLE_DB_POOL_SIZE), the /readyz probe's and the advisory lock's. Every
+ * connection has TCP keepalive and every query a client-side deadline (REPLAYABLE_DB_QUERY_TIMEOUT_MS;
+ * the probe's: READINESS_TIMEOUT_MS), so no wait on a silent connection lasts forever; the
+ * transactions' sessions also get `statement_timeout` and `idle_in_transaction_session_timeout`, so
+ * the server ends a transaction whose client went silent, and its row locks (docs/design.md
+ * "Faults"). The lock session gets no server-side timeout: its health query
+ * ({@link ProjectionLockSession}) bounds it, and keeps any `idle_session_timeout` longer than its
+ * interval from ending it.
+ */
 function createPools(config: Config, projection: string, log: Logger): [pg.Pool, pg.Pool, pg.Pool] {
   const onIdleError = (error: Error) =>
     log.warn({ err: error }, "idle PostgreSQL connection failed; the pool replaces it");
+  const keepAliveInitialDelayMs = config.dbKeepAliveMs;
   const pool = createPool(
     {
       connectionString: config.databaseUrl,
       max: config.dbPoolSize,
       applicationName: `replayable:${projection}`,
+      keepAliveInitialDelayMs,
+      queryTimeoutMs: config.dbQueryTimeoutMs,
+      statementTimeoutMs: config.dbQueryTimeoutMs,
+      idleInTransactionTimeoutMs: config.dbIdleInTransactionTimeoutMs,
     },
     onIdleError,
   );
@@ -535,11 +550,20 @@ function createPools(config: Config, projection: string, log: Logger): [pg.Pool,
       max: 1,
       connectionTimeoutMs: READINESS_TIMEOUT_MS,
       applicationName: `replayable:${projection}:readyz`,
+      keepAliveInitialDelayMs,
+      // A probe query that never answers must not keep the probe's only connection checked out.
+      queryTimeoutMs: READINESS_TIMEOUT_MS,
     },
     () => undefined,
   );
   const lockPool = createPool(
-    { connectionString: config.databaseUrl, max: 1, applicationName: `replayable:${projection}:lock` },
+    {
+      connectionString: config.databaseUrl,
+      max: 1,
+      applicationName: `replayable:${projection}:lock`,
+      keepAliveInitialDelayMs,
+      queryTimeoutMs: config.dbQueryTimeoutMs,
+    },
     onIdleError,
   );
   return [pool, probePool, lockPool];

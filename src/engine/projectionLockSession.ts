@@ -5,6 +5,15 @@
  * a member runs, and a member cannot start during a rebuild. If the connection dies (PostgreSQL
  * restarted), the lock is taken again in the background once PostgreSQL answers; a rebuild cannot
  * start meanwhile, as it also needs the consumer group inactive.
+ *
+ * The session is idle between uses, and a connection that went silent (half-open: a failover that
+ * moved the address, a NAT dropping the flow) shows nothing to an idle client: TCP keepalive
+ * probes may be answered by a middlebox or take many minutes. So the session is checked with
+ * `SELECT 1` every {@link ProjectionLockSessionOptions.checkIntervalMs}; the pool's query timeout
+ * (REPLAYABLE_DB_QUERY_TIMEOUT_MS) is its deadline, and a failed check counts as the session lost:
+ * its connection is destroyed and the lock taken again. The lock is lost from view within the
+ * interval plus the query timeout (70 s at the defaults). The check also keeps the session from
+ * being idle longer than the interval, so an `idle_session_timeout` above it never ends it.
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import type pg from "pg";
@@ -20,6 +29,9 @@ import type { RetryTiming } from "./retryPolicy.js";
  */
 const LOCK_LOSS_QUIET_MS = 60_000;
 
+/** {@link ProjectionLockSessionOptions.checkIntervalMs}'s default, ms. */
+export const LOCK_CHECK_INTERVAL_MS = 10_000;
+
 /** Options of {@link ProjectionLockSession}. */
 export interface ProjectionLockSessionOptions {
   /** A pool of one connection, for the lock's session alone. */
@@ -27,6 +39,11 @@ export interface ProjectionLockSessionOptions {
   readonly projection: string;
   /** Back-off of taking the lock again after its session was lost. */
   readonly retry: RetryTiming;
+  /**
+   * How often the held session is checked with `SELECT 1`, ms (REPLAYABLE_DB_LOCK_CHECK_INTERVAL_MS);
+   * default {@link LOCK_CHECK_INTERVAL_MS}. The check's deadline is the pool's `query_timeout`.
+   */
+  readonly checkIntervalMs?: number;
   /** Aborted when the member stops: the lock is no longer taken again. */
   readonly signal: AbortSignal;
   /** Called when the lock cannot be taken again because a rebuild holds it: the member must stop. */
@@ -41,6 +58,8 @@ export class ProjectionLockSession {
   private lossWarnedAt: number | undefined;
   /** Lock sessions lost since start (each one taken again). */
   private sessionsLost = 0;
+  /** The next health check of the held session. */
+  private checkTimer: NodeJS.Timeout | undefined;
 
   constructor(private readonly options: ProjectionLockSessionOptions) {}
 
@@ -73,6 +92,7 @@ export class ProjectionLockSession {
       return;
     }
     this.client = client;
+    this.scheduleCheck(client);
   }
 
   /**
@@ -84,13 +104,34 @@ export class ProjectionLockSession {
     const client = this.client;
     if (client === undefined) return;
     this.client = undefined;
+    clearTimeout(this.checkTimer);
     await advisoryUnlock(client, projectionLock(this.options.projection), true).catch(() => undefined);
     client.release();
+  }
+
+  /**
+   * Checks the held session after the interval: `SELECT 1` within the pool's query timeout, else
+   * the session is lost ({@link lost}).
+   */
+  private scheduleCheck(client: pg.PoolClient): void {
+    clearTimeout(this.checkTimer);
+    this.checkTimer = setTimeout(() => {
+      if (this.client !== client) return;
+      client.query("SELECT 1").then(
+        () => {
+          if (this.client === client) this.scheduleCheck(client);
+        },
+        (error: unknown) => this.lost(client, error instanceof Error ? error : new Error(String(error))),
+      );
+    }, this.options.checkIntervalMs ?? LOCK_CHECK_INTERVAL_MS);
+    // The member's other work keeps the process alive; a pending check must not.
+    this.checkTimer.unref();
   }
 
   private lost(client: pg.PoolClient, error: Error): void {
     if (this.client !== client) return;
     this.client = undefined;
+    clearTimeout(this.checkTimer);
     client.release(error);
     if (this.options.signal.aborted) return;
     // One warning per outage: a session lost again within LOCK_LOSS_QUIET_MS of the last warning

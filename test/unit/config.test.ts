@@ -193,6 +193,23 @@ describe("loadConfig", () => {
     );
   });
 
+  it("gives every PostgreSQL wait a deadline by default, and a query timeout above lock_timeout", () => {
+    const config = loadConfig({});
+    expect(config.dbQueryTimeoutMs).toBe(60_000);
+    expect(config.dbIdleInTransactionTimeoutMs).toBe(60_000);
+    expect(config.dbKeepAliveMs).toBe(10_000);
+    expect(config.dbLockCheckIntervalMs).toBe(10_000);
+    expect(problems({ REPLAYABLE_LOCK_TIMEOUT_MS: "5000", REPLAYABLE_DB_QUERY_TIMEOUT_MS: "5000" })).toMatch(
+      /REPLAYABLE_DB_QUERY_TIMEOUT_MS=5000: must be more than REPLAYABLE_LOCK_TIMEOUT_MS \(5000\)/,
+    );
+    expect(
+      loadConfig({ REPLAYABLE_LOCK_TIMEOUT_MS: "0", REPLAYABLE_DB_QUERY_TIMEOUT_MS: "100" }).dbQueryTimeoutMs,
+    ).toBe(100);
+    expect(problems({ REPLAYABLE_DB_QUERY_TIMEOUT_MS: "0" })).toMatch(
+      /REPLAYABLE_DB_QUERY_TIMEOUT_MS=0: must be at least 100 ms/,
+    );
+  });
+
   it("refuses a heartbeat interval above a third of the session timeout", () => {
     expect(
       problems({ REPLAYABLE_SESSION_TIMEOUT_MS: "6000", REPLAYABLE_HEARTBEAT_INTERVAL_MS: "3000" }),

@@ -54,6 +54,11 @@ describe("classifyPgError", () => {
       { kind: "transient", reason: "connection" },
     ],
     [
+      "node-postgres's client-side query timeout (REPLAYABLE_DB_QUERY_TIMEOUT_MS), wrapped by drizzle",
+      new DrizzleQueryError("select 1", [], new Error("Query read timeout")),
+      { kind: "transient", reason: "connection" },
+    ],
+    [
       "regression: Connection terminated wrapped by drizzle",
       new DrizzleQueryError("select 1", [], new Error("Connection terminated unexpectedly")),
       { kind: "transient", reason: "connection" },
