@@ -24,7 +24,7 @@ import {
   FAULT_PROXY_BROKERS,
   FAULT_PROXY_PORT,
 } from "./faultClusterPorts.js";
-import { topicState } from "./cluster.js";
+import { quietKafka, topicState } from "./cluster.js";
 import type { KafkaAdmin } from "../../src/kafka/admin.js";
 import { ADMIN_DATABASE_URL, BROKERS, waitFor } from "./stack.js";
 
@@ -211,19 +211,26 @@ function javaHashCode(s: string): number {
 /**
  * The broker id of the group coordinator of `groupId`: the leader of its partition of
  * `__consumer_offsets`, `Utils.abs(groupId.hashCode) % partitions` (Kafka's
- * `GroupCoordinator.partitionFor`; `Utils.abs` maps Integer.MIN_VALUE to 0). The topic exists once
- * any group has used the cluster.
- * @throws Error when `__consumer_offsets` does not exist yet or that partition has no leader.
+ * `GroupCoordinator.partitionFor`; `Utils.abs` maps Integer.MIN_VALUE to 0). On a fresh cluster
+ * the first lookup of a coordinator (a DescribeGroups here) creates `__consumer_offsets`.
+ * @throws Error when that partition has no leader within 60 s.
  */
 export async function groupCoordinator(groupId: string): Promise<number> {
-  const partitions = await topicState("__consumer_offsets");
-  if (partitions.length === 0) throw new Error("__consumer_offsets does not exist yet");
-  const hash = javaHashCode(groupId);
-  const abs = hash === -2147483648 ? 0 : Math.abs(hash);
-  const state = partitions.find((p) => p.partition === abs % partitions.length);
-  if (state === undefined || state.leader < 0)
-    throw new Error(`__consumer_offsets/${abs % partitions.length} has no leader`);
-  return state.leader;
+  return waitFor(`the coordinator of group ${groupId}`, async () => {
+    const admin = quietKafka().admin();
+    await admin.connect();
+    try {
+      await admin.describeGroups([groupId]);
+    } finally {
+      await admin.disconnect();
+    }
+    const partitions = await topicState("__consumer_offsets");
+    if (partitions.length === 0) return undefined;
+    const hash = javaHashCode(groupId);
+    const abs = hash === -2147483648 ? 0 : Math.abs(hash);
+    const leader = partitions.find((p) => p.partition === abs % partitions.length)?.leader ?? -1;
+    return leader >= 0 ? leader : undefined;
+  });
 }
 
 /**

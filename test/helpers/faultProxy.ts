@@ -146,11 +146,12 @@ export class FaultProxy {
   }
 
   /**
-   * Every connection open now goes silent for good: it never forwards again and is never closed
-   * (until {@link close}), whatever the mode later; new connections follow {@link mode}.
+   * Every connection open now (or only those that `match`) goes silent for good: it never forwards
+   * again and is never closed (until {@link close}), whatever the mode later; new connections follow
+   * {@link mode}.
    */
-  silenceOpenConnections(): void {
-    for (const pair of this.pairs) pair.silenced = true;
+  silenceOpenConnections(match?: (connection: ConnectionInfo) => boolean): void {
+    for (const pair of this.pairs) if (match === undefined || match(pair.info)) pair.silenced = true;
   }
 
   /** The connections open now (silenced ones included), in the order they were accepted. */
