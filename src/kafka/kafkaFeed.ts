@@ -76,6 +76,13 @@ export function isKafkaUnavailable(error: unknown): boolean {
   return false;
 }
 
+/**
+ * The consumer's metadata max age (KafkaJS `metadataMaxAge`, Java's `metadata.max.age.ms`), ms: the
+ * longest a member fetches from a partition's old leader after a move it was not told of (the old
+ * leader silent), plus one request timeout. KafkaJS's default is 300 s.
+ */
+export const METADATA_MAX_AGE_MS = 30_000;
+
 /** A consumer group member's Kafka side over KafkaJS. `start()` and `stop()` are idempotent. */
 export class KafkaFeed implements Feed {
   private readonly consumer: Consumer;
@@ -108,6 +115,14 @@ export class KafkaFeed implements Feed {
       // talks to the coordinator on a connection of its own): 100 ms bounds that wait, at the cost
       // of up to 10 empty fetches a second per broker when idle (make bench, docs/benchmarks.md).
       maxWaitTimeInMs: 100,
+      // How old the consumer's metadata (the leader of each partition) may get before a fetch
+      // refreshes it. KafkaJS refreshes it on a leader change only when a broker answers
+      // NOT_LEADER_OR_FOLLOWER or closes the connection; a request that times out on a silent
+      // (half-open) connection does neither (Java's client disconnects and refreshes then). So a
+      // member whose old leader went silent learns the new leaders only at this age: 30 s instead
+      // of KafkaJS's 300 s bounds that stall (test/faults/brokerSilent.test.ts), for one Metadata
+      // request per 30 s.
+      metadataMaxAge: METADATA_MAX_AGE_MS,
       maxBytesPerPartition: options.fetchLimits.maxBytesPerPartition,
       maxBytes: options.fetchLimits.maxBytes,
       allowAutoTopicCreation: false,

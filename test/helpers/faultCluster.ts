@@ -11,6 +11,7 @@
  * listeners ({@link FAULT_DIRECT_BROKERS}), so a fault never blinds the test itself.
  */
 import { execFile } from "node:child_process";
+import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, afterEach, beforeAll, onTestFinished } from "vitest";
@@ -23,9 +24,11 @@ import {
   FAULT_PROXY_BROKERS,
   FAULT_PROXY_PORT,
 } from "./faultClusterPorts.js";
-import { ADMIN_DATABASE_URL, BROKERS } from "./stack.js";
+import { quietKafka, topicState } from "./cluster.js";
+import type { KafkaAdmin } from "../../src/kafka/admin.js";
+import { ADMIN_DATABASE_URL, BROKERS, waitFor } from "./stack.js";
 
-export { FaultProxy, type FaultMode } from "./faultProxy.js";
+export { FaultProxy, type ConnectionInfo, type FaultMode } from "./faultProxy.js";
 export {
   FAULT_CLUSTER_ENV,
   FAULT_DIRECT_BROKERS,
@@ -154,4 +157,118 @@ export async function postgresProxy(
   url.hostname = "127.0.0.1";
   url.port = String(proxy.port);
   return { proxy, url: url.toString() };
+}
+
+/**
+ * The local TCP ports of the sockets process `pid` holds open now (Linux: its socket inodes from
+ * /proc/<pid>/fd, their ports from /proc/<pid>/net/tcp and tcp6). Synchronous, so a
+ * {@link FaultProxy.setModeWhere} rule can ask it when a connection is accepted: the client's
+ * kernel knows the connection's port by then. Empty when the process is gone.
+ */
+export function processLocalPorts(pid: number): Set<number> {
+  const inodes = new Set<string>();
+  try {
+    for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+      try {
+        const m = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
+        if (m) inodes.add(m[1]!);
+      } catch {
+        // Closed meanwhile.
+      }
+    }
+  } catch {
+    return new Set();
+  }
+  const ports = new Set<number>();
+  for (const table of ["tcp", "tcp6"]) {
+    let text: string;
+    try {
+      text = readFileSync(`/proc/${pid}/net/${table}`, "utf8");
+    } catch {
+      continue;
+    }
+    // Columns: sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode ...
+    for (const line of text.split("\n").slice(1)) {
+      const cols = line.trim().split(/\s+/);
+      const local = cols[1];
+      const inode = cols[9];
+      if (local === undefined || inode === undefined || !inodes.has(inode)) continue;
+      ports.add(parseInt(local.slice(local.lastIndexOf(":") + 1), 16));
+    }
+  }
+  return ports;
+}
+
+/**
+ * Java's `String.hashCode` of `s` (UTF-16 code units, 32-bit overflow), as Kafka hashes a group id.
+ */
+function javaHashCode(s: string): number {
+  let h = 0;
+  for (let i = 0; i < s.length; i++) h = (Math.imul(h, 31) + s.charCodeAt(i)) | 0;
+  return h;
+}
+
+/**
+ * The broker id of the group coordinator of `groupId`: the leader of its partition of
+ * `__consumer_offsets`, `Utils.abs(groupId.hashCode) % partitions` (Kafka's
+ * `GroupCoordinator.partitionFor`; `Utils.abs` maps Integer.MIN_VALUE to 0). On a fresh cluster
+ * the first lookup of a coordinator (a DescribeGroups here) creates `__consumer_offsets`.
+ * @throws Error when that partition has no leader within 60 s.
+ */
+export async function groupCoordinator(groupId: string): Promise<number> {
+  return waitFor(`the coordinator of group ${groupId}`, async () => {
+    const admin = quietKafka().admin();
+    await admin.connect();
+    try {
+      await admin.describeGroups([groupId]);
+    } finally {
+      await admin.disconnect();
+    }
+    const partitions = await topicState("__consumer_offsets");
+    if (partitions.length === 0) return undefined;
+    const hash = javaHashCode(groupId);
+    const abs = hash === -2147483648 ? 0 : Math.abs(hash);
+    const leader = partitions.find((p) => p.partition === abs % partitions.length)?.leader ?? -1;
+    return leader >= 0 ? leader : undefined;
+  });
+}
+
+/**
+ * The partitions of `topic` a `replayable run` process was assigned at its latest group join, from
+ * its last "joined consumer group" log line (LOG_LEVEL info or lower); undefined before any join.
+ */
+export function lastAssignment(stderr: string, topic: string): number[] | undefined {
+  const lines = stderr.split("\n").filter((l) => l.includes('"msg":"joined consumer group"'));
+  const last = lines.at(-1);
+  if (last === undefined) return undefined;
+  const { assignment } = JSON.parse(last) as { assignment?: Record<string, number[]> };
+  return [...(assignment?.[topic] ?? [])].sort((a, b) => a - b);
+}
+
+/**
+ * Waits until the group is Stable with exactly the given member processes, each assigned a share
+ * of `topic`'s `partitions` at its latest join, together all of them and none twice: the state in
+ * which every member fetches from the leaders of its own partitions.
+ * @returns each process's partitions, in the order given.
+ */
+export async function waitForStableGroup(
+  admin: KafkaAdmin,
+  group: string,
+  topic: string,
+  partitions: number,
+  members: readonly { stderr(): string }[],
+  timeoutMs = 120_000,
+): Promise<number[][]> {
+  return waitFor(
+    `group ${group} to be Stable with ${members.length} members sharing ${partitions} partitions`,
+    async () => {
+      const described = await admin.describeGroup(group);
+      if (described.state !== "Stable" || described.members.length !== members.length) return undefined;
+      const shares = members.map((m) => lastAssignment(m.stderr(), topic) ?? []);
+      const all = shares.flat().sort((a, b) => a - b);
+      const wanted = Array.from({ length: partitions }, (_, i) => i);
+      return shares.every((s) => s.length > 0) && all.join(",") === wanted.join(",") ? shares : undefined;
+    },
+    timeoutMs,
+  );
 }

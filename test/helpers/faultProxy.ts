@@ -17,6 +17,9 @@
  * connections never come back, new ones work", call {@link FaultProxy.silenceOpenConnections} and
  * keep (or restore) `"pass"`.
  *
+ * {@link FaultProxy.setModeWhere} gives the connections a rule matches a mode of their own, open
+ * ones and new ones (e.g. one member process's connections silent, another's passing).
+ *
  * Limits, by construction (a user-space proxy, not `tc netem`): TCP keepalive probes are answered
  * by the kernel on either side of the proxy, so keepalive never detects a silent proxy; only a
  * deadline in the application does (a query timeout, a request timeout, a session timeout).
@@ -37,12 +40,33 @@ export interface FaultProxyOptions {
   readonly name?: string;
 }
 
+/**
+ * What a test knows of one accepted connection, for {@link FaultProxy.setModeWhere}: which client
+ * (process) it belongs to is found from `clientPort`, the client's own local port (e.g. in the
+ * member process's sockets, test/helpers/faultCluster.ts `processOwnsPort`).
+ */
+export interface ConnectionInfo {
+  /** 1, 2, ... in the order the proxy accepted the connections. */
+  readonly id: number;
+  /** The client's port of the connection (the accepted socket's remote port). */
+  readonly clientPort: number;
+}
+
+/** A rule of {@link FaultProxy.setModeWhere}: connections that `match` follow `mode`. */
+interface Rule {
+  readonly match: (connection: ConnectionInfo) => boolean;
+  readonly mode: FaultMode;
+}
+
 /** One accepted connection: the client's socket and the proxy's socket to the target. */
 interface Pair {
   readonly client: net.Socket;
   readonly upstream: net.Socket;
+  readonly info: ConnectionInfo;
   /** Set by {@link FaultProxy.silenceOpenConnections}: silent for good, whatever the proxy's mode. */
   silenced: boolean;
+  /** The mode of the first rule of {@link FaultProxy.setModeWhere} that matched it, if any. */
+  ruled: FaultMode | undefined;
   /** Pending delayed deliveries (latency mode), cleared when the pair is destroyed. */
   readonly timers: Set<NodeJS.Timeout>;
 }
@@ -59,6 +83,8 @@ interface Pair {
 export class FaultProxy {
   private currentMode: FaultMode = "pass";
   private readonly pairs = new Set<Pair>();
+  private rules: Rule[] = [];
+  private accepted = 0;
   private closing: Promise<void> | undefined;
 
   private constructor(
@@ -115,26 +141,59 @@ export class FaultProxy {
    * while silent is destroyed on the other side now.
    */
   setMode(mode: FaultMode): void {
-    if (typeof mode === "object" && !(Number.isFinite(mode.latencyMs) && mode.latencyMs >= 0))
-      throw new Error(`fault proxy ${this.name}: latencyMs must be a number >= 0, got ${mode.latencyMs}`);
-    this.currentMode = typeof mode === "object" ? Object.freeze({ latencyMs: mode.latencyMs }) : mode;
+    this.currentMode = this.checkedMode(mode);
+    for (const pair of this.pairs) if (pair.ruled === undefined) this.apply(pair);
+  }
+
+  /**
+   * Every connection open now (or only those that `match`) goes silent for good: it never forwards
+   * again and is never closed (until {@link close}), whatever the mode later; new connections follow
+   * {@link mode}.
+   */
+  silenceOpenConnections(match?: (connection: ConnectionInfo) => boolean): void {
+    for (const pair of this.pairs) if (match === undefined || match(pair.info)) pair.silenced = true;
+  }
+
+  /** The connections open now (silenced ones included), in the order they were accepted. */
+  connections(): ConnectionInfo[] {
+    return [...this.pairs].map((pair) => pair.info);
+  }
+
+  /**
+   * From now on, every open connection that `match`es, and every new one that does when it is
+   * accepted, follows `mode` instead of {@link mode} (those {@link silenceOpenConnections} silenced
+   * stay silent): e.g. one client process's connections silent while another's pass. A rule set
+   * earlier wins over a later one for a connection both match. `"reset"` resets the matching open
+   * ones now. {@link clearRules} and {@link restore} end every rule.
+   * @throws Error when `mode` is a latency that is not a number >= 0.
+   */
+  setModeWhere(match: (connection: ConnectionInfo) => boolean, mode: FaultMode): void {
+    const frozen = this.checkedMode(mode);
+    this.rules.push({ match, mode: frozen });
     for (const pair of this.pairs) {
-      if (pair.silenced) continue;
-      if (mode === "reset") this.reset(pair);
-      else if (mode !== "silent" && (pair.client.destroyed || pair.upstream.destroyed)) this.destroy(pair);
+      if (pair.ruled !== undefined || !match(pair.info)) continue;
+      pair.ruled = frozen;
+      this.apply(pair);
+    }
+  }
+
+  /** Ends every rule of {@link setModeWhere}: those connections follow {@link mode} again. */
+  clearRules(): void {
+    this.rules = [];
+    for (const pair of this.pairs) {
+      if (pair.ruled === undefined) continue;
+      pair.ruled = undefined;
+      this.apply(pair);
     }
   }
 
   /**
-   * Every connection open now goes silent for good: it never forwards again and is never closed
-   * (until {@link close}), whatever the mode later; new connections follow {@link mode}.
+   * Same as `setMode("pass")` after {@link clearRules}: new connections work again (silenced ones
+   * stay silent).
    */
-  silenceOpenConnections(): void {
-    for (const pair of this.pairs) pair.silenced = true;
-  }
-
-  /** Same as `setMode("pass")`: new connections work again (silenced ones stay silent). */
   restore(): void {
+    this.rules = [];
+    for (const pair of this.pairs) pair.ruled = undefined;
     this.setMode("pass");
   }
 
@@ -148,7 +207,22 @@ export class FaultProxy {
   }
 
   private effectiveMode(pair: Pair): FaultMode {
-    return pair.silenced ? "silent" : this.currentMode;
+    return pair.silenced ? "silent" : (pair.ruled ?? this.currentMode);
+  }
+
+  /** `mode`, checked and frozen. */
+  private checkedMode(mode: FaultMode): FaultMode {
+    if (typeof mode === "object" && !(Number.isFinite(mode.latencyMs) && mode.latencyMs >= 0))
+      throw new Error(`fault proxy ${this.name}: latencyMs must be a number >= 0, got ${mode.latencyMs}`);
+    return typeof mode === "object" ? Object.freeze({ latencyMs: mode.latencyMs }) : mode;
+  }
+
+  /** Acts on an open connection whose effective mode changed: a reset now, or the close it missed. */
+  private apply(pair: Pair): void {
+    if (pair.silenced) return;
+    const mode = this.effectiveMode(pair);
+    if (mode === "reset") this.reset(pair);
+    else if (mode !== "silent" && (pair.client.destroyed || pair.upstream.destroyed)) this.destroy(pair);
   }
 
   private accept(client: net.Socket): void {
@@ -157,13 +231,15 @@ export class FaultProxy {
       return;
     }
     client.on("error", () => undefined);
-    if (this.currentMode === "reset") {
+    const info: ConnectionInfo = Object.freeze({ id: ++this.accepted, clientPort: client.remotePort ?? 0 });
+    const ruled = this.rules.find((rule) => rule.match(info))?.mode;
+    if ((ruled ?? this.currentMode) === "reset") {
       client.resetAndDestroy();
       return;
     }
     const upstream = net.connect({ host: this.target.host, port: this.target.port, allowHalfOpen: true });
     upstream.on("error", () => undefined);
-    const pair: Pair = { client, upstream, silenced: false, timers: new Set() };
+    const pair: Pair = { client, upstream, info, silenced: false, ruled, timers: new Set() };
     this.pairs.add(pair);
     this.forward(pair, client, upstream);
     this.forward(pair, upstream, client);

@@ -204,6 +204,41 @@ describe("FaultProxy", () => {
     expect(proxy.openConnections).toBe(1);
   });
 
+  it("gives the connections a rule matches their own mode, open ones and new ones, until the rules end", async () => {
+    const { echo, proxy } = await setup();
+    const a = await connect(proxy.port);
+    const b = await connect(proxy.port);
+    const aPort = a.socket.localPort!;
+    expect(proxy.connections().map((c) => c.clientPort)).toEqual([aPort, b.socket.localPort]);
+    proxy.setModeWhere((c) => c.clientPort === aPort || c.id === 3, "silent");
+    a.socket.write("1");
+    b.socket.write("2");
+    await b.read("2", 2_000);
+    await expect(a.read("1", 300)).rejects.toThrow(/timed out/);
+    // A new connection the rule matches (the third accepted) is silent from the start.
+    const c = await connect(proxy.port);
+    c.socket.write("x");
+    await expect(c.read("x", 300)).rejects.toThrow(/timed out/);
+    const d = await connect(proxy.port);
+    d.socket.write("3");
+    await d.read("3", 2_000);
+    // The proxy's own mode leaves ruled connections alone; a rule's "reset" resets the matching ones.
+    proxy.setMode("silent");
+    proxy.setModeWhere((info) => info.clientPort === b.socket.localPort, "reset");
+    await until("b to be reset", () => b.closed());
+    expect(d.closed()).toBe(false);
+    proxy.clearRules();
+    proxy.setMode("pass");
+    const e = await connect(proxy.port);
+    e.socket.write("4");
+    await e.read("4", 2_000);
+    expect(echo.received().split("").sort().join("")).toBe("234");
+    // Once the rules end, a connection they silenced forwards again (what it sent meanwhile is lost).
+    proxy.restore();
+    c.socket.write("y");
+    expect(await c.read("y", 2_000)).toBe("y");
+  });
+
   it("closes every connection on close, idempotently", async () => {
     const { proxy } = await setup();
     const client = await connect(proxy.port);
