@@ -174,7 +174,7 @@ const schema = z.object({
   // that a silent connection is given up within about a minute.
   REPLAYABLE_DB_QUERY_TIMEOUT_MS: intFrom(100, 3_600_000, "ms").default(60_000),
   // The server ends a transaction whose client went silent, and its row locks with it.
-  REPLAYABLE_DB_IDLE_IN_TRANSACTION_TIMEOUT_MS: intFrom(100, 3_600_000, "ms").default(60_000),
+  REPLAYABLE_DB_IDLE_IN_TRANSACTION_TIMEOUT_MS: intFrom(1000, 3_600_000, "ms").default(60_000),
   REPLAYABLE_DB_KEEPALIVE_MS: intFrom(1000, 7_200_000, "ms").default(10_000),
   // The advisory-lock session is idle between these health queries; each has the query timeout.
   REPLAYABLE_DB_LOCK_CHECK_INTERVAL_MS: intFrom(100, 3_600_000, "ms").default(10_000),
@@ -238,7 +238,7 @@ export interface Config {
   readonly retryMaxMs: number;
   readonly dbPoolSize: number;
   /**
-   * PostgreSQL `lock_timeout` of every applying transaction, ms (0: wait forever). A lock wait past
+   * PostgreSQL `lock_timeout` of every applying transaction, ms (0: no lock timeout; the wait still ends at REPLAYABLE_DB_QUERY_TIMEOUT_MS). A lock wait past
    * it fails with 55P03 and the transaction is retried with back-off, holding no transaction slot.
    */
   readonly lockTimeoutMs: number;

@@ -92,7 +92,8 @@ export type RetryReason =
  * `DrizzleQueryError` keeps the node-postgres error as `cause`): the cause chain is searched.
  * - transient (abort the transaction and retry it): `40001` serialization_failure,
  *   `40P01` deadlock_detected, `55P03` lock_not_available (REPLAYABLE_LOCK_TIMEOUT_MS ran out),
- *   class `08` connection exception, `57P01`..`57P03`
+ *   class `08` connection exception, `57P01`..`57P03` and `57P05` (admin shutdown, cannot
+ *   connect now, idle_session_timeout), `25P03` idle_in_transaction_session_timeout,
  *   admin shutdown / cannot connect now, class `53` insufficient resources, and
  *   socket errors (ECONNRESET, ECONNREFUSED, a pool timeout, node-postgres's client-side
  *   "Query read timeout") without a SQLSTATE;
@@ -112,7 +113,8 @@ export function classifyPgError(error: unknown): { kind: PgFailureKind; reason: 
   if (code === "40001") return { kind: "transient", reason: "serialization_failure" };
   if (code === "40P01") return { kind: "transient", reason: "deadlock" };
   if (code === "55P03") return { kind: "transient", reason: "lock_timeout" };
-  if (code?.startsWith("08") || code === "57P01" || code === "57P02" || code === "57P03")
+  // 25P03 and 57P05: the server ended the session for idling (in a transaction, or at all).
+  if (code?.startsWith("08") || /^57P0[1235]$/.test(code ?? "") || code === "25P03")
     return { kind: "transient", reason: "connection" };
   if (code?.startsWith("53")) return { kind: "transient", reason: "unavailable" };
   // 21000 cardinality_violation: e.g. two rows of one set-based upsert hit the same key.

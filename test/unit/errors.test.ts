@@ -18,6 +18,16 @@ describe("classifyPgError", () => {
     ["08006 connection_failure", pgError("08006"), { kind: "transient", reason: "connection" }],
     ["08003 connection_does_not_exist", pgError("08003"), { kind: "transient", reason: "connection" }],
     ["57P01 admin_shutdown", pgError("57P01"), { kind: "transient", reason: "connection" }],
+    [
+      "regression: 25P03 idle_in_transaction_session_timeout (the server ended a transaction it found idle)",
+      pgError("25P03"),
+      { kind: "transient", reason: "connection" },
+    ],
+    [
+      "57P05 idle_session_timeout",
+      pgError("57P05"),
+      { kind: "transient", reason: "connection" },
+    ],
     ["57P03 cannot_connect_now", pgError("57P03"), { kind: "transient", reason: "connection" }],
     ["53300 too_many_connections", pgError("53300"), { kind: "transient", reason: "unavailable" }],
     ["53100 disk_full", pgError("53100"), { kind: "transient", reason: "unavailable" }],
