@@ -55,10 +55,11 @@ export async function insertDeadLetter(
   errorCode: string,
   errorMessage: string,
 ): Promise<string> {
+  const storable = timestampStorable(record.timestamp);
   const result = await client.query<{ id: string }>(
     `INSERT INTO replayable.dead_letters AS d
        (projection, topic, partition, "offset", record_timestamp, key, value, headers, error_code, error_message)
-     VALUES ($1, $2, $3, $4::bigint, to_timestamp($5::bigint / 1000.0), $6, $7, $8::jsonb, $9, $10)
+     VALUES ($1, $2, $3, $4::bigint, CASE WHEN $11 THEN to_timestamp($5::bigint / 1000.0) END, $6, $7, $8::jsonb, $9, $10)
      ON CONFLICT (projection, topic, partition, "offset") WHERE resolved_at IS NULL
      DO UPDATE SET attempts = d.attempts + 1, error_code = excluded.error_code,
                    error_message = excluded.error_message
@@ -73,8 +74,30 @@ export async function insertDeadLetter(
       record.value,
       JSON.stringify(headersToJson(record.headers)),
       errorCode,
-      errorMessage.replaceAll("\u0000", "\\0"),
+      (storable
+        ? errorMessage
+        : `${errorMessage} (record timestamp ${record.timestamp} ms is outside PostgreSQL's timestamp range; stored as NULL)`
+      ).replaceAll("\u0000", "\\0"),
+      storable,
     ],
   );
   return result.rows[0]!.id;
+}
+
+/**
+ * PostgreSQL's `timestamptz` range in ms since the epoch (4713 BC to 294276 AD, "Date/Time Types"):
+ * Kafka accepts any past CreateTime, so a record's timestamp may lie outside it.
+ */
+const TIMESTAMPTZ_MIN_MS = -210_866_803_200_000n;
+const TIMESTAMPTZ_MAX_MS = 9_224_318_015_999_999n;
+
+/** True when `timestampMs` (a decimal string) fits PostgreSQL's `timestamptz`. */
+function timestampStorable(timestampMs: string): boolean {
+  let ms: bigint;
+  try {
+    ms = BigInt(timestampMs);
+  } catch {
+    return false;
+  }
+  return ms >= TIMESTAMPTZ_MIN_MS && ms <= TIMESTAMPTZ_MAX_MS;
 }

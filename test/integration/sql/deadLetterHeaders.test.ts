@@ -86,3 +86,15 @@ describe("dead-letter headers", () => {
     expect(back.headers["\u001b[31mred"]).toEqual([null]);
   });
 });
+
+describe("dead-letter timestamps", () => {
+  it("regression: a record timestamp outside PostgreSQL's range (before 4714 BC; Kafka accepts any past CreateTime) is stored, not a failed insert that stops the partition", async () => {
+    const topic = uniqueName("t");
+    const record = { ...recordWith(topic, headersOf([])), timestamp: "-9000000000000000" };
+    await insertDeadLetter(db.pool as never, "p", record, "DECODE_FAILED", "bad");
+    const [letter] = await selectDeadLetters(db.pool, { topic });
+    expect(letter!.record.value).toEqual(record.value);
+    expect(letter!.record.timestamp).toBe("-1");
+    expect(letter!.errorMessage).toContain("-9000000000000000");
+  });
+});
