@@ -30,7 +30,10 @@ async function applyLedgerEvent(
       return;
     }
     case "ledger.order.paid": {
-      const paidAt = new Date(Number(record.timestamp));
+      // In SQL, as applyLedgerBatch does: exact to the millisecond, and a timestamp outside
+      // PostgreSQL's range (Kafka accepts any past CreateTime) is its error 22008, so the record is
+      // dead-lettered; JavaScript's Date would throw a RangeError, a fault retried forever.
+      const paidAt = sql<Date>`to_timestamp(${record.timestamp}::bigint / 1000.0)`;
       await db
         .insert(ledgerOrders)
         .values({

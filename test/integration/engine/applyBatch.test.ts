@@ -80,6 +80,26 @@ async function deadLetters(topic: string) {
 }
 
 describe("applyBatch", () => {
+  it("regression: an order paid at a timestamp JavaScript's Date cannot hold (before 271821 BC; Kafka accepts any past CreateTime) is dead-lettered, and the partition goes on", async () => {
+    const topic = uniqueName("t");
+    const paid: KafkaRecord = {
+      ...credit(topic, 1, `${topic}-p`, 0),
+      timestamp: "-8700000000000000",
+      value: Buffer.from(JSON.stringify({ order: `${topic}-o`, account: "acc-1", amount: 5 })),
+      headers: {
+        ce_specversion: [Buffer.from("1.0")],
+        ce_id: [Buffer.from(`${topic}-p`)],
+        ce_type: [Buffer.from("ledger.order.paid")],
+      },
+    };
+    const result = await apply([credit(topic, 0, `${topic}-a`, 10), paid, credit(topic, 2, `${topic}-c`, 7)]);
+    expect(result.applied).toBe(2);
+    expect(result.nextOffset).toBe("3");
+    expect((await deadLetters(topic)).map((d) => [d.offset, d.error_code])).toEqual([
+      ["1", "APPLY_REJECTED"],
+    ]);
+  });
+
   it("applies a batch with a bad record in the middle once and dead-letters the bad one", async () => {
     const topic = uniqueName("t");
     const bad: KafkaRecord = { ...credit(topic, 1, `${topic}-b`, 5), value: Buffer.from("{") };
