@@ -49,6 +49,8 @@ const PARTITIONS = 6;
 const PACE_MS = 500;
 /** Records a partition must advance by after a move to prove fetches from the new leader (> 2 fetches of ~80). */
 const NOTICED = 500;
+/** The pace while a reassignment runs, ms per transaction: the stream must outlast the move. */
+const SLOW_PACE_MS = 3000;
 
 let admin: KafkaAdmin;
 beforeAll(async () => {
@@ -129,6 +131,11 @@ async function partitionCheckpoint(s: Scenario, partition: number): Promise<numb
     [s.topic, partition],
   );
   return Number(r.rows[0]?.next_offset ?? "0");
+}
+
+/** Sets how long each transaction of the scenario's members sleeps (the `pace` trigger of setUp), ms. */
+async function setPace(ms: number): Promise<void> {
+  await stack.db.pool.query("UPDATE public.pace SET ms = $1", [ms]);
 }
 
 /** Records applied so far: the sum of the partitions' checkpoints (next offset to apply). */
@@ -241,7 +248,12 @@ describe("a group of two members with prefetch on, 50,000 ledger records, RF 3 a
       const { leader: from } = await partitionState(s.topic, partition);
       const to = (from % 3) + 1;
       const third = 6 - from - to;
+      // The reassignment can take longer than the rest of the stream on a loaded machine: the
+      // transactions are slowed meanwhile, so the move lands mid-stream (seen failing in CI runs:
+      // every record applied before the leader had moved).
+      await setPace(SLOW_PACE_MS);
       await reassignPartition(s.topic, partition, [to, third]);
+      await setPace(PACE_MS);
       // While the old leader holds no replica, only fetches from the new leader can move the
       // partition on by more than the batches fetched before: the members have noticed the move.
       const start = await partitionCheckpoint(s, partition);
