@@ -23,11 +23,7 @@ describe("classifyPgError", () => {
       pgError("25P03"),
       { kind: "transient", reason: "connection" },
     ],
-    [
-      "57P05 idle_session_timeout",
-      pgError("57P05"),
-      { kind: "transient", reason: "connection" },
-    ],
+    ["57P05 idle_session_timeout", pgError("57P05"), { kind: "transient", reason: "connection" }],
     ["57P03 cannot_connect_now", pgError("57P03"), { kind: "transient", reason: "connection" }],
     ["53300 too_many_connections", pgError("53300"), { kind: "transient", reason: "unavailable" }],
     ["53100 disk_full", pgError("53100"), { kind: "transient", reason: "unavailable" }],
