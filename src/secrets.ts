@@ -35,11 +35,25 @@ const URL_PASSWORD = /\b([a-z][a-z0-9+.-]*:\/\/[^\s:/?#@"']*):((?:[^\s"\\]|\\.)*
 const USERINFO_START = /^[a-z][a-z0-9+.-]*:\/\/[^:/?#@]*:/i;
 
 /**
+ * Whether the last `@` of `url` lies in a query parameter's value (`?k=a@b`, `&k=a@b`) of the query
+ * starting at index `query`: its `&`-separated segment has a `=` before it. Otherwise (`?More@host`)
+ * the `?` belongs to a password holding `@` and `?` unencoded, which parses as a shorter password
+ * and another host.
+ */
+function lastAtIsInParameter(url: string, query: number): boolean {
+  const at = url.lastIndexOf("@");
+  if (at < query) return true;
+  const segmentStart = Math.max(url.lastIndexOf("&", at), query) + 1;
+  return url.slice(segmentStart, at).includes("=");
+}
+
+/**
  * Where the password of connection URL `url` lies (`[start, end)`), or undefined without one.
  * Redaction by position, not by parsing: a password holding `/`, `?` or `#` makes the URL
  * unparseable (or parse with another host), so the password runs from after `scheme://user:` to
- * the last `@` of the URL. Only when the URL parses with a password (a well-formed URL) is an `@`
- * after its first `?` (one in the query, e.g. `application_name=a@b`) left out.
+ * the last `@` of the URL. Only when the URL parses with a password (a well-formed URL) and that
+ * last `@` lies in a query parameter's value (e.g. `?application_name=a@b`) is it left out: then
+ * the password runs to the last `@` before the query.
  */
 export function urlPasswordSpan(url: string): { start: number; end: number } | undefined {
   const start = USERINFO_START.exec(url)?.[0].length;
@@ -49,7 +63,7 @@ export function urlPasswordSpan(url: string): { start: number; end: number } | u
     const parsed = new URL(url);
     if (parsed.password !== "") {
       const query = url.indexOf("?", url.indexOf("@", start));
-      if (query >= 0) limit = query;
+      if (query >= 0 && lastAtIsInParameter(url, query)) limit = query;
     }
   } catch {
     // not a URL: the password runs to the last @
@@ -101,10 +115,15 @@ export function registerSecret(value: string | undefined): void {
 export function registerUrlSecret(url: string): void {
   const span = urlPasswordSpan(url);
   if (span !== undefined) registerSecret(url.slice(span.start, span.end));
-  try {
-    registerSecret(new URL(url).password);
-  } catch {
-    // not a URL: the password as written is registered above
+  else {
+    // Where the password was found by position, the parsed one is that or only its head (a
+    // password holding `@` and `?` or `#` unencoded): registering the head would hide every
+    // occurrence of a short prefix such as "a" in every line.
+    try {
+      registerSecret(new URL(url).password);
+    } catch {
+      // not a URL and no password by position: nothing to register
+    }
   }
   for (const match of url.matchAll(QUERY_PASSWORD)) {
     const written = match[0].slice(match[1]!.length);

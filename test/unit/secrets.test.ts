@@ -94,6 +94,11 @@ describe("a DATABASE_URL password made of reserved characters (issue 26 item 5)"
     "ab@cd/ef",
     "a?x=1@b",
     "12/x",
+    // An @ and then a ? unencoded: the URL parses, with the password's head as its password and
+    // the text between as its host (a breaker found `Sec@retpart?More` shown as host `retpart`).
+    "Sec@retpart?More",
+    "a@b?c&d",
+    "a@b#c",
   ];
 
   it.each(passwords)(
