@@ -2,7 +2,8 @@
  * A start-up check that the KafkaJS this library loads carries replayable's patches
  * (patches/README.md): an unpatched KafkaJS 2.2.4 delivers aborted records under read_committed
  * and gets stuck behind a compacted empty batch, its offset commits can move a group's offset
- * backwards (patch 006), and its header decoding is quadratic (patch 007). npm and pnpm install the patched copy bundled
+ * backwards (patch 006), its header decoding is quadratic (patch 007), and it keeps using a
+ * connection whose request timed out (patch 008). npm and pnpm install the patched copy bundled
  * with the package; a package manager that ignores `bundleDependencies` (Yarn 2+) or a hand-made
  * install does not, and this check refuses to consume with it.
  */
@@ -165,6 +166,22 @@ function hasRecordHeaders(): boolean {
 }
 
 /**
+ * Patch 008: a connection closes itself when one of its requests times out (visible in the
+ * connection's source), so the next request opens a new one. Without it a half-open connection to
+ * the group coordinator is used until the consumer restarts: a member cut off from its coordinator
+ * does not rejoin after the path heals.
+ */
+function hasRequestTimeoutClose(): boolean {
+  const Connection = kafkajsModule<{
+    prototype: { send: () => unknown; closeAfterRequestTimeout?: unknown };
+  }>("network/connection.js");
+  return (
+    typeof Connection.prototype.closeAfterRequestTimeout === "function" &&
+    Connection.prototype.send.toString().includes("this.closeAfterRequestTimeout(e)")
+  );
+}
+
+/**
  * Checks that the loaded KafkaJS behaves as patched, by running the patched functions on a
  * fetch response built in memory (no broker).
  * @throws ReplayableError KAFKA naming the missing patches and how to install them.
@@ -179,6 +196,7 @@ export async function assertKafkajsPatched(): Promise<void> {
     if (!hasFetchLimits()) missing.push("005 fetch-limits");
     if (!hasCommitGeneration()) missing.push("006 commit-generation");
     if (!hasRecordHeaders()) missing.push("007 record-headers");
+    if (!hasRequestTimeoutClose()) missing.push("008 request-timeout");
   } catch (error) {
     failure = error;
     missing.push("(the check itself failed: an unexpected KafkaJS version?)");
@@ -187,7 +205,7 @@ export async function assertKafkajsPatched(): Promise<void> {
   const path = require.resolve("kafkajs");
   throw new ReplayableError(
     "KAFKA",
-    `the KafkaJS loaded from ${path} lacks replayable's patches ${missing.join(", ")}: it can deliver aborted records under read_committed, stop at a compacted batch, not follow the memory budget's fetch sizes, commit an offset with a later group generation's id, or block for minutes on a record with many headers. Install replayable with npm or pnpm (they install the patched copy it bundles), or, in a checkout, run \`npm ci\` (its postinstall applies patches/ with patch-package); see patches/README.md`,
+    `the KafkaJS loaded from ${path} lacks replayable's patches ${missing.join(", ")}: it can deliver aborted records under read_committed, stop at a compacted batch, not follow the memory budget's fetch sizes, commit an offset with a later group generation's id, block for minutes on a record with many headers, or keep using a connection whose request timed out. Install replayable with npm or pnpm (they install the patched copy it bundles), or, in a checkout, run \`npm ci\` (its postinstall applies patches/ with patch-package); see patches/README.md`,
     { cause: failure, context: { kafkajs: path, missing } },
   );
 }

@@ -1,0 +1,95 @@
+/**
+ * Regression (issue 25, "The member silent towards the group coordinator": the zombie's rejoin after
+ * the heal was unbounded). KafkaJS 2.2.4 kept a connection whose request had timed out: every later
+ * request to that broker went to the same half-open connection and timed out in turn, so a member
+ * cut off from its group coordinator by a half-open path never rejoined after the path healed, until
+ * its consumer ran out of retries and restarted. Patch 008 (patches/README.md) closes the connection
+ * on a request timeout, as the Java client does (`NetworkClient` disconnects a node whose request
+ * timed out), and the connection pool opens a new one for the next request.
+ *
+ * A real broker behind a fault proxy; KafkaJS's own connection pool (the one each `Broker` holds),
+ * with a 1 s request timeout.
+ */
+import { createRequire } from "node:module";
+import { afterEach, describe, expect, it } from "vitest";
+import { FaultProxy } from "../../helpers/faultProxy.js";
+import { BROKERS } from "../../helpers/stack.js";
+
+const require = createRequire(import.meta.url);
+
+interface ProtocolRequest {
+  readonly request: unknown;
+  readonly response: unknown;
+}
+interface ConnectionPool {
+  send(protocolRequest: ProtocolRequest): Promise<{ apiVersions: unknown[] }>;
+  destroy(): Promise<void>;
+}
+const ConnectionPool = require("kafkajs/src/network/connectionPool.js") as new (
+  options: object,
+) => ConnectionPool;
+const socketFactory = require("kafkajs/src/network/socketFactory.js") as () => unknown;
+const { createLogger, LEVELS } = require("kafkajs/src/loggers/index.js") as {
+  createLogger: (options: { level: number; logCreator: () => () => void }) => unknown;
+  LEVELS: { NOTHING: number };
+};
+const apiVersions = require("kafkajs/src/protocol/requests/apiVersions/index.js") as {
+  protocol: (options: { version: number }) => () => ProtocolRequest;
+};
+
+/** KafkaJS's request timeout for the pool under test (ms). */
+const REQUEST_TIMEOUT_MS = 1000;
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+/** A KafkaJS connection pool to the broker behind `proxy`, as `Broker` makes one. */
+function connectionPool(proxy: FaultProxy): ConnectionPool {
+  const pool = new ConnectionPool({
+    host: "127.0.0.1",
+    port: proxy.port,
+    logger: createLogger({ level: LEVELS.NOTHING, logCreator: () => () => undefined }),
+    socketFactory: socketFactory(),
+    clientId: "request-timeout-test",
+    connectionTimeout: REQUEST_TIMEOUT_MS,
+    requestTimeout: REQUEST_TIMEOUT_MS,
+    enforceRequestTimeout: true,
+  });
+  cleanups.push(() => pool.destroy());
+  return pool;
+}
+
+describe("KafkaJS request timeout (patch 008)", () => {
+  it("closes the connection whose request timed out; the next request goes over a new connection", async () => {
+    const [host, port] = (BROKERS[0] ?? "127.0.0.1:9092").split(":");
+    const proxy = await FaultProxy.start({
+      target: { host: host ?? "127.0.0.1", port: Number(port) },
+      name: "broker",
+    });
+    cleanups.push(() => proxy.close());
+    const pool = connectionPool(proxy);
+    const apiVersionsRequest = apiVersions.protocol({ version: 0 });
+
+    const before = await pool.send(apiVersionsRequest());
+    expect(before.apiVersions.length).toBeGreaterThan(0);
+    const first = proxy.connections().map((connection) => connection.id);
+    expect(first).toHaveLength(1);
+
+    // The open connection goes half-open for good; new connections work.
+    proxy.silenceOpenConnections();
+    await expect(pool.send(apiVersionsRequest())).rejects.toMatchObject({
+      name: "KafkaJSRequestTimeoutError",
+    });
+
+    // Without the patch this request went to the silent connection and timed out as well.
+    const after = await pool.send(apiVersionsRequest());
+    expect(after.apiVersions.length).toBeGreaterThan(0);
+    const second = proxy
+      .connections()
+      .map((connection) => connection.id)
+      .filter((id) => !first.includes(id));
+    expect(second).toHaveLength(1);
+  });
+});
