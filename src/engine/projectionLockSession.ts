@@ -83,7 +83,22 @@ export class ProjectionLockSession implements EpochSession {
   /** The next health check of the held session. */
   private checkTimer: NodeJS.Timeout | undefined;
 
+  /**
+   * The session's statements run one at a time, in the order asked: the health check, a
+   * generation's epoch read and the stop's unlock can be asked at once, and pg 8 warns on a query
+   * issued while another runs on the same client (pg 9 refuses it). A statement that hangs holds
+   * the ones behind it until the pool's query timeout fails it.
+   */
+  private statements: Promise<unknown> = Promise.resolve();
+
   constructor(private readonly options: ProjectionLockSessionOptions) {}
+
+  /** Runs `statement` after every statement asked before it on this session has settled. */
+  private inTurn<T>(statement: () => Promise<T>): Promise<T> {
+    const result = this.statements.then(statement, statement);
+    this.statements = result.catch(() => undefined);
+    return result;
+  }
 
   /**
    * Takes the shared lock on a connection kept until {@link release}.
@@ -138,7 +153,12 @@ export class ProjectionLockSession implements EpochSession {
     const client = this.client;
     if (client === undefined || this.serial !== serial) return { kind: "lost" };
     try {
-      return { kind: "read", epoch: await readRebuildEpoch(client, this.options.projection) };
+      const epoch = await this.inTurn(async () =>
+        this.client === client ? await readRebuildEpoch(client, this.options.projection) : undefined,
+      );
+      // The session was lost while statements ahead of the read ran.
+      if (epoch === undefined) return { kind: "lost" };
+      return { kind: "read", epoch };
     } catch (error) {
       if (this.client !== client) return { kind: "lost" };
       // The connection's own "error" event may come a moment later, or never (a query on a client
@@ -175,7 +195,9 @@ export class ProjectionLockSession implements EpochSession {
     if (client === undefined) return;
     this.client = undefined;
     clearTimeout(this.checkTimer);
-    await advisoryUnlock(client, projectionLock(this.options.projection), true).catch(() => undefined);
+    await this.inTurn(() => advisoryUnlock(client, projectionLock(this.options.projection), true)).catch(
+      () => undefined,
+    );
     client.release();
   }
 
@@ -187,7 +209,8 @@ export class ProjectionLockSession implements EpochSession {
     clearTimeout(this.checkTimer);
     this.checkTimer = setTimeout(() => {
       if (this.client !== client) return;
-      client.query("SELECT 1").then(
+      // Not on a client released or lost while statements ahead of the check ran.
+      this.inTurn(async () => (this.client === client ? await client.query("SELECT 1") : undefined)).then(
         () => {
           if (this.client === client) this.scheduleCheck(client);
         },

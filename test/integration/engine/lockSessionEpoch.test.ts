@@ -81,3 +81,40 @@ it("reads the epoch on the session held since a serial, answers `lost` for a ter
     await pool.end();
   }
 });
+
+it("sends one statement at a time on the session: the health check, epoch reads and the unlock never overlap", async () => {
+  // pg 8 warns when a query is issued on a client that is still executing one (pg 9 refuses it);
+  // the check's SELECT 1, a generation's epoch read and the stop's unlock used to overlap.
+  const warnings: string[] = [];
+  const onWarning = (warning: Error) => warnings.push(warning.message);
+  process.on("warning", onWarning);
+  const projection = uniqueName("p");
+  const pool = createPool({ connectionString: db.url, max: 1, applicationName: `${projection}:lock` });
+  const abort = new AbortController();
+  const session = new ProjectionLockSession({
+    pool,
+    projection,
+    retry: { initialMs: 50, maxMs: 200 },
+    signal: abort.signal,
+    onLockedOut: () => undefined,
+    log: createLogger("silent"),
+    checkIntervalMs: 1,
+  });
+  try {
+    await session.take();
+    const serial = session.heldSession()!;
+    for (let round = 0; round < 50; round++) {
+      const reads = await Promise.all([1, 2, 3].map(() => session.readRebuildEpoch(serial)));
+      expect(reads.map((read) => read.kind)).toEqual(["read", "read", "read"]);
+    }
+    await Promise.all([session.readRebuildEpoch(serial), session.release()]);
+    // process.emitWarning is delivered on the next tick.
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(warnings.filter((message) => message.includes("already executing a query"))).toEqual([]);
+  } finally {
+    process.off("warning", onWarning);
+    abort.abort();
+    await session.release();
+    await pool.end();
+  }
+});
