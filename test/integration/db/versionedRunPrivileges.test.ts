@@ -5,9 +5,10 @@
  */
 import { readFileSync } from "node:fs";
 import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { checkVersionedRunPrivileges } from "../../../src/db/privileges.js";
-import { uniqueName } from "../../helpers/stack.js";
+import { versionedStack } from "../../helpers/versionedConfig.js";
+import { uniqueName, useStack } from "../../helpers/stack.js";
 
 const admin = "postgres://postgres@127.0.0.1:5432";
 const db = uniqueName("privs")
@@ -17,6 +18,7 @@ const role = uniqueName("runtime")
   .toLowerCase()
   .replaceAll(/[^a-z0-9_]/g, "_");
 const migrations = "__drizzle_migrations_orders@v2";
+const stack = useStack();
 
 async function sql(database: string, ...statements: string[]): Promise<void> {
   const client = new pg.Client({ connectionString: `${admin}/${database}` });
@@ -67,4 +69,27 @@ describe("a versioned run's grants", () => {
       /GRANT SELECT ON replayable\."__drizzle_migrations_<projection>@v<N>" TO replayable_app;/,
     );
   });
+
+  it("`run` of a versioned projection as a role without them exits with the GRANT, before reading the registry", async () => {
+    const bg = await versionedStack(stack.admin, "privs", 4);
+    const runtime = uniqueName("runtime_run")
+      .toLowerCase()
+      .replaceAll(/[^a-z0-9_]/g, "_");
+    const dbName = new URL(bg.db.url).pathname.slice(1);
+    await sql(dbName, `CREATE ROLE ${runtime} LOGIN`, `GRANT USAGE ON SCHEMA replayable TO ${runtime}`);
+    onTestFinished(() =>
+      sql("test", `DROP OWNED BY ${runtime} CASCADE`, `DROP ROLE IF EXISTS ${runtime}`).catch(
+        () => undefined,
+      ),
+    );
+    const url = new URL(bg.db.url);
+    url.username = runtime;
+    const run = await bg.cli(["run", "--no-migrate", "--projection", bg.name], {
+      DATABASE_URL: url.toString(),
+    });
+    expect(run.code).not.toBe(0);
+    // Without the start-up check: a raw `permission denied for table projection_versions`.
+    expect(run.stderr).toContain(`GRANT SELECT ON replayable.projection_versions TO ${runtime};`);
+    expect(run.stderr).not.toContain("permission denied for table");
+  }, 120_000);
 });
