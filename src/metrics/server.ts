@@ -164,7 +164,12 @@ function requestHandler(options: HttpServerOptions, web: WebConfig | undefined):
           return;
         }
         const given = req.headers.authorization;
-        if (path === "/metrics" && !(await auth.check(given))) {
+        const outcome = path === "/metrics" ? await auth.verify(given) : undefined;
+        if (outcome === "busy") {
+          res
+            .writeHead(429, { "content-type": "text/plain", "retry-after": "1" })
+            .end("too many new credentials to check at once; try again\n");
+        } else if (outcome === "refused") {
           res
             .writeHead(401, {
               "content-type": "text/plain",

@@ -63,6 +63,41 @@ describe("the metrics server under unauthenticated load", () => {
     expect((await get("/metrics", basic("prometheus", "right"))).status).toBe(200);
   });
 
+  it("answers 429 to first-seen credentials beyond 8 waiting, compares one at a time, and still serves a scraper verified before", async () => {
+    const held: (() => void)[] = [];
+    let calls = 0;
+    let holding = true;
+    const server = await start(async (p, h) => {
+      calls++;
+      if (holding) await new Promise<void>((resolve) => held.push(resolve));
+      return bcrypt.compare(p, h);
+    });
+    const get = (auth: string) =>
+      fetch(`http://127.0.0.1:${server.port}/metrics`, { headers: { authorization: auth } });
+    holding = false;
+    expect((await get(basic("prometheus", "right"))).status).toBe(200);
+    holding = true;
+    const early: number[] = [];
+    const flood = Array.from({ length: 10 }, async (_, i) => {
+      const status = (await get(basic("prometheus", `wrong-${i}`))).status;
+      early.push(status);
+      return status;
+    });
+    // While one comparison runs and seven wait, the two beyond are answered at once, unchecked.
+    await waitFor("the two requests beyond the waiting ones to be answered", () =>
+      early.length >= 2 ? true : undefined,
+    );
+    expect(early).toEqual([429, 429]);
+    expect(held).toHaveLength(1);
+    expect((await get(basic("prometheus", "right"))).status).toBe(200);
+    holding = false;
+    while (held.length > 0) held.shift()!();
+    const answered = await Promise.all(flood);
+    expect(answered.filter((status) => status === 429)).toHaveLength(2);
+    expect(answered.filter((status) => status === 401)).toHaveLength(8);
+    expect(calls).toBe(9); // the right password once, then eight of the ten
+  });
+
   it("closes connections over its limit", async () => {
     const server = await start();
     const sockets: Socket[] = [];

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import bcrypt from "bcryptjs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BasicAuth, parseBasic } from "../../../src/metrics/basicAuth.js";
+import { BasicAuth, MAX_WAITING, parseBasic } from "../../../src/metrics/basicAuth.js";
 import { loadWebConfig } from "../../../src/metrics/webConfig.js";
 import { ReplayableError } from "../../../src/errors.js";
 import { makeTestCa, type CertificateFiles, type TestCa } from "../../helpers/testCertificates.js";
@@ -152,6 +152,42 @@ describe("BasicAuth", () => {
     expect(await auth.check(header("someone", "s3cret"))).toBe(false);
     expect(await auth.check(undefined)).toBe(false);
     expect(await auth.check("Bearer abc")).toBe(false);
+  });
+
+  it("compares first-seen passwords one at a time, and answers busy beyond MAX_WAITING without bcrypt", async () => {
+    // A flood of distinct wrong passwords: each would cost one bcrypt on the consumer's thread.
+    let running = 0;
+    let most = 0;
+    let calls = 0;
+    const pending: (() => void)[] = [];
+    const compare = async () => {
+      calls++;
+      running++;
+      most = Math.max(most, running);
+      await new Promise<void>((resolve) => pending.push(resolve));
+      running--;
+      return false;
+    };
+    const auth = new BasicAuth(new Map([["prometheus", HASH]]), compare);
+    const answers = Array.from({ length: MAX_WAITING + 3 }, (_, i) =>
+      auth.verify(header("prometheus", `wrong-${i}`)),
+    );
+    expect(await answers[MAX_WAITING]).toBe("busy");
+    expect(await answers[MAX_WAITING + 2]).toBe("busy");
+    while (calls < MAX_WAITING || pending.length > 0) {
+      const next = pending.shift();
+      if (next === undefined) await new Promise((resolve) => setImmediate(resolve));
+      else next();
+    }
+    expect(await Promise.all(answers.slice(0, MAX_WAITING))).toEqual(Array(MAX_WAITING).fill("refused"));
+    expect(calls).toBe(MAX_WAITING);
+    expect(most).toBe(1);
+    // The queue drained: a first-seen pair is compared again.
+    const later = auth.verify(header("prometheus", "another"));
+    await new Promise((resolve) => setImmediate(resolve));
+    pending.shift()?.();
+    expect(await later).toBe("refused");
+    expect(calls).toBe(MAX_WAITING + 1);
   });
 
   it("is open without users", async () => {
