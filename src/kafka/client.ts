@@ -43,6 +43,51 @@ export function isRebalanceResponse(namespace: string, extra: Readonly<Record<st
   return namespace === "Connection" && typeof extra.error === "string" && REBALANCE_MESSAGES.has(extra.error);
 }
 
+/**
+ * The Kafka error types that mean "ask again, elsewhere or a moment later" (protocol error codes
+ * 5, 6, 14, 15, 16): a leader or group coordinator moving or still loading, as right after a
+ * topic is created or a broker restarts. KafkaJS refreshes its metadata and retries the request
+ * on each, and logs every attempt at error level; a request that still fails after its retries
+ * fails the caller, which reports it. So the attempts are not errors in our logs.
+ */
+export const RETRIED_ERROR_TYPES = [
+  "LEADER_NOT_AVAILABLE",
+  "NOT_LEADER_FOR_PARTITION",
+  "GROUP_LOAD_IN_PROGRESS",
+  "GROUP_COORDINATOR_NOT_AVAILABLE",
+  "NOT_COORDINATOR_FOR_GROUP",
+] as const;
+
+const RETRIED_MESSAGES: ReadonlySet<string> = new Set(
+  (
+    createRequire(import.meta.url)("kafkajs/src/protocol/error.js") as {
+      errorCodes: readonly { type: string; message: string }[];
+    }
+  ).errorCodes
+    .filter((e) => (RETRIED_ERROR_TYPES as readonly string[]).includes(e.type))
+    .map((e) => e.message),
+);
+
+/**
+ * True for a KafkaJS log line that reports one attempt of a request KafkaJS retries
+ * ({@link RETRIED_ERROR_TYPES}): its Connection logging the failed response, or its producer's
+ * `Failed to send messages: …` with a `retryCount`. Logged at debug instead of error.
+ */
+export function isRetriedResponse(
+  namespace: string,
+  message: string,
+  extra: Readonly<Record<string, unknown>>,
+): boolean {
+  if (namespace === "Connection") return typeof extra.error === "string" && RETRIED_MESSAGES.has(extra.error);
+  const prefix = "Failed to send messages: ";
+  return (
+    namespace === "Producer" &&
+    typeof extra.retryCount === "number" &&
+    message.startsWith(prefix) &&
+    RETRIED_MESSAGES.has(message.slice(prefix.length))
+  );
+}
+
 /** Options for {@link createKafka}. */
 export interface KafkaClientOptions {
   readonly brokers: readonly string[];
@@ -62,8 +107,9 @@ export interface KafkaClientOptions {
  * Creates a KafkaJS client whose log lines go to `log` as `component: "kafkajs"` with KafkaJS's
  * namespace and context (broker, groupId, topic...) kept. KafkaJS's own level follows `log.level`
  * (debug and trace turn its debug lines on), so LOG_LEVEL governs both. A rebalance response
- * ({@link isRebalanceResponse}) that KafkaJS logs at error level goes to debug: an ordinary
- * rebalance logs no error-level line. TLS and SASL come from `security` ({@link kafkaJsSecurity});
+ * ({@link isRebalanceResponse}) or an attempt of a request KafkaJS retries ({@link isRetriedResponse})
+ * that KafkaJS logs at error level goes to debug: an ordinary rebalance, leader move or new topic
+ * logs no error-level line. TLS and SASL come from `security` ({@link kafkaJsSecurity});
  * with certificate verification turned off, a warning is logged for every client created.
  * @throws ReplayableError CONFIG_INVALID when OAUTHBEARER has no token provider.
  */
@@ -94,7 +140,11 @@ export function createKafka(options: KafkaClientOptions): Kafka {
         // Keys the logger already binds with the same value (groupId...) are not repeated.
         const fields: Record<string, unknown> = { namespace };
         for (const [key, value] of Object.entries(extra)) if (bound[key] !== value) fields[key] = value;
-        if (level === logLevel.ERROR && !isRebalanceResponse(namespace, extra))
+        if (
+          level === logLevel.ERROR &&
+          !isRebalanceResponse(namespace, extra) &&
+          !isRetriedResponse(namespace, message, extra)
+        )
           kafkaLog.error(fields, message);
         else if (level === logLevel.WARN) kafkaLog.warn(fields, message);
         else if (level === logLevel.INFO) kafkaLog.info(fields, message);
