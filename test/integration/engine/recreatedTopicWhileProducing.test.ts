@@ -27,8 +27,11 @@ it("a recreated topic that a producer keeps writing to: rechecked once, the memb
   await waitForCaughtUp(stack.admin, group, topic);
 
   await stack.admin.deleteTopics([topic]);
-  await waitFor("the topic to be recreated", async () =>
-    (await stack.admin.createTopic(topic, 1)) ? true : undefined,
+  // The controller deletes the old log asynchronously: 60 s was not enough on a loaded machine.
+  await waitFor(
+    "the topic to be recreated",
+    async () => ((await stack.admin.createTopic(topic, 1)) ? true : undefined),
+    180_000,
   );
   // A producer writes 600 new records, 10 at a time: the high watermark passes the checkpoint
   // (200) a few seconds in.
@@ -69,4 +72,4 @@ it("a recreated topic that a producer keeps writing to: rechecked once, the memb
   );
   expect(checkpoint.rows[0]?.next_offset).toBe("200");
   expect(await ledgerChecksumOf(stack.db.pool)).toBe(old.checksum);
-});
+}, 360_000);
