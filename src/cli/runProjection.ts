@@ -20,6 +20,7 @@ import { checkVersionMigrations } from "../versions/versionMigrations.js";
 import type { VersionedInstance } from "../versions/versionNames.js";
 import { exitCodeOf, printError, reportedError, type CliSetup } from "./common.js";
 import { onShutdownSignals } from "./signals.js";
+import { targetTopics } from "./commandTarget.js";
 import { checkGroupOfVersion } from "./versionTarget.js";
 import { migrateAndCheck } from "./commands/migrate.js";
 
@@ -67,7 +68,12 @@ export async function runProjection(target: RunTarget): Promise<void> {
 
   const log = createLogger(config.logLevel, { groupId: config.groupId, projection: projection.name });
   log.info(
-    { brokers: config.kafka.brokers, database: redactUrl(config.databaseUrl), configFile: setup.configFile },
+    {
+      brokers: config.kafka.brokers,
+      database: redactUrl(config.databaseUrl),
+      configFile: setup.configFile,
+      topics: targetTopics(config, projection),
+    },
     "starting",
   );
   // Before any record is read: TLS, credentials and the runtime grants (docs/security.md).
