@@ -13,7 +13,7 @@ import { checkKafkaAccess } from "../kafka/accessCheck.js";
 import { KafkaAdmin } from "../kafka/admin.js";
 import { createKafka } from "../kafka/client.js";
 import { kafkaSecurityFailure, type FailureContext, type TopicOperation } from "../kafka/securityFailure.js";
-import { createLogger, type Logger } from "../logger.js";
+import { createLogger, stderrDestination, type Logger } from "../logger.js";
 import { ProjectionRegistry, type RegisteredProjection } from "../projections/registry.js";
 import { scrubSecrets, urlPasswordSpan } from "../secrets.js";
 import { missingTables } from "../sql/tableExists.js";
@@ -133,7 +133,7 @@ export async function configFrom(
   }
   const config = parsed.config;
   if (flags.databaseUrl !== undefined && urlHasPassword(flags.databaseUrl))
-    createLogger(config.logLevel).warn(
+    createLogger(config.logLevel, {}, stderrDestination(config.logFormat)).warn(
       "--database-url holds a password, and the command line of a process is readable by every local user (ps, /proc); put the URL in a file only you can read and name it with DATABASE_URL_FILE",
     );
   const projections = new ProjectionRegistry(configured);
@@ -295,11 +295,11 @@ export async function missingTableProblems(
   return problems;
 }
 
-/** The CLI's logger: JSON lines on stderr; "warn" unless configured, except for `run`. */
+/** The CLI's logger on stderr (LOG_FORMAT: JSON or readable lines); "warn" unless configured, except for `run`. */
 export function cliLogger(config: Config, fallback = "warn"): Logger {
   const level =
     process.env.LOG_LEVEL === undefined && config.logLevel === "info" ? fallback : config.logLevel;
-  return createLogger(level, { groupId: config.groupId });
+  return createLogger(level, { groupId: config.groupId }, stderrDestination(config.logFormat));
 }
 
 /** What a command reads or changes in Kafka, for the access check and its messages. */

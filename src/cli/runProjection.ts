@@ -10,7 +10,7 @@ import { checkVersionedRunPrivileges } from "../db/privileges.js";
 import { checkDatabase } from "../db/startupCheck.js";
 import { createPool } from "../db/pool.js";
 import { loadWebConfig } from "../metrics/webConfig.js";
-import { createLogger } from "../logger.js";
+import { createLogger, stderrDestination } from "../logger.js";
 import { createMetrics, type Metrics } from "../metrics/metrics.js";
 import type { Projection } from "../projection.js";
 import type { RegisteredProjection } from "../projections/registry.js";
@@ -66,7 +66,11 @@ export async function runProjection(target: RunTarget): Promise<void> {
     },
   );
 
-  const log = createLogger(config.logLevel, { groupId: config.groupId, projection: projection.name });
+  const log = createLogger(
+    config.logLevel,
+    { groupId: config.groupId, projection: projection.name },
+    stderrDestination(config.logFormat),
+  );
   log.info(
     {
       brokers: config.kafka.brokers,

@@ -11,7 +11,7 @@ import { ReplayableError } from "../../errors.js";
 import { blueGreenRebuild } from "../../versions/blueGreenRebuild.js";
 import { reportBlueGreen } from "./rebuildBlueGreenReport.js";
 import { loadWebConfig } from "../../metrics/webConfig.js";
-import { createLogger } from "../../logger.js";
+import { createLogger, stderrDestination } from "../../logger.js";
 import type { RegisteredProjection } from "../../projections/registry.js";
 import { commandTarget } from "../commandTarget.js";
 import { runProjection } from "../runProjection.js";
@@ -155,7 +155,7 @@ function goesOnRunning(flags: RebuildFlags): boolean {
  */
 async function runCreated(setup: CliSetup, projection: RegisteredProjection, version: number): Promise<void> {
   const { config } = setup;
-  createLogger(config.logLevel, { groupId: config.groupId }).info(
+  createLogger(config.logLevel, { groupId: config.groupId }, stderrDestination(config.logFormat)).info(
     { projection: projection.name, version },
     `going on as version ${version}'s member (as \`run --projection ${projection.name} --version ${version}\`) until SIGTERM/SIGINT; --no-run creates the version and exits`,
   );
