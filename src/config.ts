@@ -12,6 +12,7 @@ import {
   type KafkaSecurity,
   type OauthBearerProvider,
 } from "./kafkaSecurity.js";
+import { LOG_FORMATS, type LogFormat } from "./logger.js";
 import { DEFAULT_MAX_RECORD_HEADERS } from "./record.js";
 import { readPemFiles, type SettingProblem } from "./pemFiles.js";
 import { fileVariable, readSecretFiles, SECRET_SETTINGS } from "./secretFiles.js";
@@ -196,6 +197,17 @@ const schema = z.object({
   LOG_LEVEL: z
     .enum(LOG_LEVELS, { message: `must be one of ${LOG_LEVELS.map((l) => `"${l}"`).join(", ")}` })
     .default("info"),
+  // Unset: readable lines when stderr is a terminal, JSON lines otherwise (logger.ts).
+  LOG_FORMAT: z
+    .string()
+    .trim()
+    .toLowerCase()
+    .pipe(
+      z.enum(LOG_FORMATS, {
+        message: `must be one of ${LOG_FORMATS.map((f) => `"${f}"`).join(", ")} (unset: "pretty" when stderr is a terminal, else "json")`,
+      }),
+    )
+    .optional(),
 });
 
 /** Variables named REPLAYABLE_* that are read outside this file (not settings of the service). */
@@ -281,6 +293,8 @@ export interface Config {
    */
   readonly stallTimeoutMs: number;
   readonly logLevel: string;
+  /** LOG_FORMAT: `json` or `pretty` log lines; undefined: pretty on a terminal, else JSON. */
+  readonly logFormat: LogFormat | undefined;
   /** Topic that dead letters are also published to after COMMIT; undefined when not configured. */
   readonly dlqTopic: string | undefined;
 }
@@ -435,6 +449,7 @@ function freezeConfig(c: z.output<typeof schema>, security: KafkaSecurity): Conf
     lagRefreshMs: c.REPLAYABLE_LAG_REFRESH_MS,
     stallTimeoutMs: c.REPLAYABLE_STALL_TIMEOUT_MS,
     logLevel: c.LOG_LEVEL,
+    logFormat: c.LOG_FORMAT,
     dlqTopic: c.REPLAYABLE_DLQ_TOPIC,
   });
 }

@@ -29,6 +29,7 @@ export const ERROR_CODES = [
   "NOT_FOUND",
   "SHUTDOWN_TIMEOUT",
   "VERSION_MIGRATIONS_DIFFER",
+  "NOT_MIGRATED",
 ] as const;
 
 /** One of {@link ERROR_CODES}. */

@@ -1,6 +1,48 @@
-/** Structured JSON logs (pino) on stderr, so a command's own output on stdout stays clean. */
+/**
+ * Structured logs (pino) on stderr, so a command's own output on stdout stays clean: JSON lines,
+ * or readable lines (pino-pretty) on a terminal or with LOG_FORMAT=pretty.
+ */
 import { pino, stdSerializers, type DestinationStream, type Logger } from "pino";
+import { prettyFactory } from "pino-pretty";
 import { scrubLogLine } from "./secrets.js";
+
+/** The values of LOG_FORMAT: one JSON object per line, or readable lines (pino-pretty). */
+export const LOG_FORMATS = ["json", "pretty"] as const;
+
+/** One of {@link LOG_FORMATS}. */
+export type LogFormat = (typeof LOG_FORMATS)[number];
+
+/**
+ * The format logs are written in: `format` when set (LOG_FORMAT), else `pretty` when stderr is a
+ * terminal (a person reads it) and `json` otherwise (a log shipper, a file, a pipe reads it).
+ */
+export function resolveLogFormat(format: LogFormat | undefined, stderrIsTTY: boolean): LogFormat {
+  return format ?? (stderrIsTTY ? "pretty" : "json");
+}
+
+/**
+ * The CLI's log destination: stderr (fd 2, synchronous writes) in the format of
+ * {@link resolveLogFormat}; pretty lines are coloured only on a terminal.
+ */
+export function stderrDestination(format: LogFormat | undefined): DestinationStream {
+  const stderr = pino.destination({ fd: 2, sync: true });
+  const tty = process.stderr.isTTY;
+  return resolveLogFormat(format, tty) === "pretty" ? prettyDestination(stderr, tty) : stderr;
+}
+
+/**
+ * A destination that writes each JSON log line to `inner` as one readable line (pino-pretty's
+ * formatter, synchronously): `[HH:MM:ss.l] INFO: message`, then the line's other fields.
+ */
+export function prettyDestination(inner: DestinationStream, colorize: boolean): DestinationStream {
+  const format = prettyFactory({
+    colorize,
+    translateTime: "SYS:HH:MM:ss.l",
+    ignore: "pid,hostname",
+    singleLine: true,
+  });
+  return { write: (line: string) => inner.write(format(line)) };
+}
 
 /**
  * Creates the process logger: one JSON object per line on stderr, `level` and above.

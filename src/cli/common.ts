@@ -6,13 +6,14 @@ import { findConfigFile } from "../configFile/findConfigFile.js";
 import { importConfigFile } from "../configFile/importConfigFile.js";
 import { parseConfigFile } from "../configFile/parseConfigFile.js";
 import { explainConnectionError } from "../db/connectionProblem.js";
+import { explainNotMigrated } from "../db/notMigrated.js";
 import { createPool } from "../db/pool.js";
 import { ReplayableError, classifyPgError, errorMessage } from "../errors.js";
 import { checkKafkaAccess } from "../kafka/accessCheck.js";
 import { KafkaAdmin } from "../kafka/admin.js";
 import { createKafka } from "../kafka/client.js";
 import { kafkaSecurityFailure, type FailureContext, type TopicOperation } from "../kafka/securityFailure.js";
-import { createLogger, type Logger } from "../logger.js";
+import { createLogger, stderrDestination, type Logger } from "../logger.js";
 import { ProjectionRegistry, type RegisteredProjection } from "../projections/registry.js";
 import { scrubSecrets, urlPasswordSpan } from "../secrets.js";
 import { missingTables } from "../sql/tableExists.js";
@@ -66,6 +67,12 @@ export interface CliSetup {
   /** The config file read, if any. */
   readonly configFile: string | undefined;
   /**
+   * Where the projection, group and topics came from: `named` by a flag or variable, the config
+   * `file` (its only projection, or a setting), or the `default` (the group is the projection's
+   * name, the topics are the projection's).
+   */
+  readonly sources: Readonly<Record<"projection" | "group" | "topics", SettingSource>>;
+  /**
    * The projection the command acts on: the one named by --projection or REPLAYABLE_PROJECTION;
    * else the one named like `group` (status, replay); else the config file's `projection` setting
    * or its only projection; else the example `ledger` when there is no config file.
@@ -74,6 +81,9 @@ export interface CliSetup {
    */
   projection(group?: string): RegisteredProjection;
 }
+
+/** Where a setting came from: a flag or variable, the config file, or its default. */
+export type SettingSource = "named" | "file" | "default";
 
 /** Options of {@link configFrom}. */
 export interface SetupOptions {
@@ -104,6 +114,7 @@ export async function configFrom(
     ...extra,
   };
   const { problems, configured, configFile, settings: file } = await readConfigFile(flags.config);
+  problems.unshift(...emptyFlagProblems(flags));
   const parsed = parseConfig(process.env, overrides, file);
   if (!parsed.ok) problems.push(...parsed.problems);
   const checkTables =
@@ -122,12 +133,21 @@ export async function configFrom(
   }
   const config = parsed.config;
   if (flags.databaseUrl !== undefined && urlHasPassword(flags.databaseUrl))
-    createLogger(config.logLevel).warn(
+    createLogger(config.logLevel, {}, stderrDestination(config.logFormat)).warn(
       "--database-url holds a password, and the command line of a process is readable by every local user (ps, /proc); put the URL in a file only you can read and name it with DATABASE_URL_FILE",
     );
   const projections = new ProjectionRegistry(configured);
   const given = (v: string | undefined) => v !== undefined && v !== "";
-  const explicit = given(overrides.REPLAYABLE_PROJECTION) || given(process.env.REPLAYABLE_PROJECTION);
+  const sourceOf = (
+    v: "REPLAYABLE_PROJECTION" | "REPLAYABLE_GROUP_ID" | "REPLAYABLE_TOPICS",
+  ): SettingSource =>
+    given(overrides[v]) || given(process.env[v]) ? "named" : given(file?.values[v]) ? "file" : "default";
+  const sources = {
+    projection: sourceOf("REPLAYABLE_PROJECTION"),
+    group: sourceOf("REPLAYABLE_GROUP_ID"),
+    topics: sourceOf("REPLAYABLE_TOPICS"),
+  };
+  const explicit = sources.projection === "named";
   const fromFile = file?.values.REPLAYABLE_PROJECTION !== undefined;
   const chosen = (group?: string) => {
     if (explicit) return projections.get(config.projection);
@@ -145,7 +165,28 @@ export async function configFrom(
       );
     return projections.get(config.projection);
   };
-  return { config, projections, configFile, projection: chosen };
+  return { config, projections, configFile, sources, projection: chosen };
+}
+
+/**
+ * One problem line per flag given an empty value (`--brokers ''`, `--topic ''`): an empty flag would
+ * otherwise fall back silently to the variable, the config file or the default. `flags` are the
+ * command's options as commander parsed them (camelCase keys, named back as `--kebab-case`).
+ */
+export function emptyFlagProblems(flags: object): string[] {
+  const problems: string[] = [];
+  for (const [key, value] of Object.entries(flags)) {
+    const empty =
+      typeof value === "string"
+        ? value.trim() === ""
+        : Array.isArray(value) && value.some((v) => typeof v === "string" && v.trim() === "");
+    if (!empty) continue;
+    const flag = `--${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
+    problems.push(
+      `  ${flag}: is empty; give it a value, or leave the flag out to use its variable, the config file or the default`,
+    );
+  }
+  return problems;
 }
 
 /** Whether connection URL `url` holds a password: in its userinfo, or as a `password` or `sslpassword` query parameter. */
@@ -254,11 +295,11 @@ export async function missingTableProblems(
   return problems;
 }
 
-/** The CLI's logger: JSON lines on stderr; "warn" unless configured, except for `run`. */
+/** The CLI's logger on stderr (LOG_FORMAT: JSON or readable lines); "warn" unless configured, except for `run`. */
 export function cliLogger(config: Config, fallback = "warn"): Logger {
   const level =
     process.env.LOG_LEVEL === undefined && config.logLevel === "info" ? fallback : config.logLevel;
-  return createLogger(level, { groupId: config.groupId });
+  return createLogger(level, { groupId: config.groupId }, stderrDestination(config.logFormat));
 }
 
 /** What a command reads or changes in Kafka, for the access check and its messages. */
@@ -348,27 +389,29 @@ export function printError(message: string): void {
 /** Error codes that a restart does not fix and the operator must act on: exit 2, like bad flags. */
 const EXIT_2_CODES: ReadonlySet<string> = new Set([
   "CONFIG_INVALID",
+  "NOT_MIGRATED",
   "KAFKA_AUTHENTICATION",
   "KAFKA_AUTHORIZATION",
   "VERSION_MIGRATIONS_DIFFER",
 ]);
 
 /**
- * The exit code for `error`: 2 for a configuration, login, TLS or ACL problem, or a version whose
- * migrations are not the code's; 1 otherwise.
+ * The exit code for `error`: 2 for a configuration, login, TLS or ACL problem, a database never
+ * migrated, or a version whose migrations are not the code's; 1 otherwise.
  */
 export function exitCodeOf(error: unknown): number {
   return error instanceof ReplayableError && EXIT_2_CODES.has(error.code) ? 2 : 1;
 }
 
 /**
- * `error` as reported: a Kafka login, TLS or authorization failure anywhere in its cause chain
- * becomes the error naming what to set or grant (securityFailure.ts), with `context` (the last
- * connection's, by default) naming the group and topics.
+ * `error` as reported: PostgreSQL's 42P01 on one of replayable's relations becomes NOT_MIGRATED
+ * naming `replayable migrate` (db/notMigrated.ts); a Kafka login, TLS or authorization failure
+ * anywhere in its cause chain becomes the error naming what to set or grant (securityFailure.ts),
+ * with `context` (the last connection's, by default) naming the group and topics.
  */
 export function reportedError(error: unknown, context = kafkaContext): unknown {
   if (error instanceof ReplayableError && EXIT_2_CODES.has(error.code)) return error;
-  return (context && kafkaSecurityFailure(error, context)) ?? error;
+  return explainNotMigrated(error) ?? (context && kafkaSecurityFailure(error, context)) ?? error;
 }
 
 /**

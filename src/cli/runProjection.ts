@@ -10,7 +10,7 @@ import { checkVersionedRunPrivileges } from "../db/privileges.js";
 import { checkDatabase } from "../db/startupCheck.js";
 import { createPool } from "../db/pool.js";
 import { loadWebConfig } from "../metrics/webConfig.js";
-import { createLogger } from "../logger.js";
+import { createLogger, stderrDestination } from "../logger.js";
 import { createMetrics, type Metrics } from "../metrics/metrics.js";
 import type { Projection } from "../projection.js";
 import type { RegisteredProjection } from "../projections/registry.js";
@@ -20,6 +20,7 @@ import { checkVersionMigrations } from "../versions/versionMigrations.js";
 import type { VersionedInstance } from "../versions/versionNames.js";
 import { exitCodeOf, printError, reportedError, type CliSetup } from "./common.js";
 import { onShutdownSignals } from "./signals.js";
+import { targetTopics } from "./commandTarget.js";
 import { checkGroupOfVersion } from "./versionTarget.js";
 import { migrateAndCheck } from "./commands/migrate.js";
 
@@ -65,9 +66,18 @@ export async function runProjection(target: RunTarget): Promise<void> {
     },
   );
 
-  const log = createLogger(config.logLevel, { groupId: config.groupId, projection: projection.name });
+  const log = createLogger(
+    config.logLevel,
+    { groupId: config.groupId, projection: projection.name },
+    stderrDestination(config.logFormat),
+  );
   log.info(
-    { brokers: config.kafka.brokers, database: redactUrl(config.databaseUrl), configFile: setup.configFile },
+    {
+      brokers: config.kafka.brokers,
+      database: redactUrl(config.databaseUrl),
+      configFile: setup.configFile,
+      topics: targetTopics(config, projection),
+    },
     "starting",
   );
   // Before any record is read: TLS, credentials and the runtime grants (docs/security.md).

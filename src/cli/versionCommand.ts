@@ -3,6 +3,7 @@ import { ReplayableError, errorMessage } from "../errors.js";
 import type { RegisteredProjection } from "../projections/registry.js";
 import type { SwapOutcome } from "../versions/promote.js";
 import { parseVersion } from "../versions/versionNames.js";
+import { commandTarget } from "./commandTarget.js";
 import { printJson, printTable, type CliSetup } from "./common.js";
 
 /**
@@ -10,7 +11,7 @@ import { printJson, printTable, type CliSetup } from "./common.js";
  * @throws ReplayableError CONFIG_INVALID naming `command` when it is not.
  */
 export function versionedProjection(setup: CliSetup, command: string): RegisteredProjection {
-  const projection = setup.projection();
+  const { projection } = commandTarget(setup);
   if (projection.versioned !== true)
     throw new ReplayableError(
       "CONFIG_INVALID",

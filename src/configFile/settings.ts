@@ -49,6 +49,7 @@ export const SETTING_VARIABLES = {
   stallTimeoutMs: "REPLAYABLE_STALL_TIMEOUT_MS",
   dlqTopic: "REPLAYABLE_DLQ_TOPIC",
   logLevel: "LOG_LEVEL",
+  logFormat: "LOG_FORMAT",
 } as const satisfies Record<string, ConfigVariable>;
 
 /** A setting's name in the config file. */

@@ -3,16 +3,20 @@
  * or credential mismatch and a missing grant are clear start-up errors (CONFIG_INVALID, exit 2)
  * before any record is read.
  */
+import { missingTables } from "../sql/tableExists.js";
 import { explainConnectionError } from "./connectionProblem.js";
+import { ENGINE_TABLES, notMigratedError } from "./notMigrated.js";
 import { createPool } from "./pool.js";
 import { checkPrivileges, type Work } from "./privileges.js";
 
 /**
- * Connects once to `databaseUrl` and checks the privileges of each of `work` (e.g. `["migrate",
- * "apply"]` for `run`) for projections with derived `tables`. Connection failures that are not a
- * TLS or credential mismatch (an outage) are thrown as they are.
+ * Connects once to `databaseUrl`, checks that replayable's schema exists (unless `work` holds
+ * `migrate`, which creates it), and checks the privileges of each of `work` (e.g. `["apply"]` for
+ * `run`) for projections with derived `tables`. Connection failures that are not a TLS or
+ * credential mismatch (an outage) are thrown as they are.
  * @throws ReplayableError CONFIG_INVALID: an invalid TLS parameter, a TLS or password mismatch
  *   (explainConnectionError), or missing privileges (checkPrivileges).
+ * @throws ReplayableError NOT_MIGRATED when replayable's tables do not exist: run `replayable migrate`.
  */
 export async function checkDatabase(
   databaseUrl: string,
@@ -25,6 +29,12 @@ export async function checkDatabase(
       throw explainConnectionError(error, databaseUrl) ?? error;
     });
     try {
+      // Every command but `migrate` needs replayable's tables: say so before a privilege check
+      // (or the command) meets `relation "replayable.…" does not exist`.
+      if (!work.includes("migrate")) {
+        const missing = await missingTables(client, ENGINE_TABLES);
+        if (missing.length > 0) throw notMigratedError(databaseUrl, missing);
+      }
       for (const w of work) await checkPrivileges(client, w, tables);
     } finally {
       client.release();

@@ -12,6 +12,8 @@ export const MAX_EVENT_ID_LENGTH = 512;
 /**
  * The event id of `record` under an `event-id` dedupe key, exactly as sent (never parsed as a
  * number: "0042" and "9007199254740993" stay as they are).
+ * @throws PermanentRecordError `DECODE_FAILED` (with the parser's message) when the id is a JSON
+ *   field and the value is not JSON: the record is broken, not only its id.
  * @throws PermanentRecordError `EVENT_ID_MISSING` when the header or field is absent, empty,
  *   not a string, not valid UTF-8, holds a NUL character (PostgreSQL `text` cannot store U+0000),
  *   or is longer than {@link MAX_EVENT_ID_LENGTH}; also when the header is sent more than once with
@@ -44,11 +46,20 @@ export function extractEventId(record: KafkaRecord, key: Exclude<DedupeKey, { ki
     id = raw?.toString("utf8");
   } else {
     where = `JSON field "${key.field}"`;
+    if (record.value === null)
+      throw new PermanentRecordError(
+        "EVENT_ID_MISSING",
+        `record has a null value (a tombstone), so it has no ${where}: every record needs a non-empty event id`,
+      );
     let parsed: unknown;
     try {
-      parsed = JSON.parse(record.value?.toString("utf8") ?? "");
-    } catch {
-      throw new PermanentRecordError("EVENT_ID_MISSING", `value is not JSON, so it has no ${where}`);
+      parsed = JSON.parse(record.value.toString("utf8"));
+    } catch (error) {
+      // The value itself is broken, not its id: the decode failure, with the parser's message.
+      throw new PermanentRecordError(
+        "DECODE_FAILED",
+        `value is not JSON (${error instanceof Error ? error.message : String(error)}), so its ${where} cannot be read`,
+      );
     }
     id =
       typeof parsed === "object" && parsed !== null

@@ -33,6 +33,29 @@ describe("extractEventId", () => {
     }
   });
 
+  it("regression: a value that is not JSON under field dedupe is DECODE_FAILED with the parser's message, not EVENT_ID_MISSING", () => {
+    let thrown: unknown;
+    try {
+      extractEventId(rec("not json"), { kind: "event-id", field: "id" });
+    } catch (error) {
+      thrown = error;
+    }
+    expect(thrown).toBeInstanceOf(PermanentRecordError);
+    const error = thrown as PermanentRecordError;
+    expect(error.code).toBe("DECODE_FAILED");
+    let parserMessage = "";
+    try {
+      JSON.parse("not json");
+    } catch (e) {
+      parserMessage = (e as Error).message;
+    }
+    expect(error.message).toContain(`value is not JSON (${parserMessage})`);
+    // A tombstone has no value to decode: its id is what is missing.
+    expect(() => extractEventId(rec(null), { kind: "event-id", field: "id" })).toThrow(
+      expect.objectContaining({ code: "EVENT_ID_MISSING" }) as Error,
+    );
+  });
+
   it("keeps ids exactly as sent: leading zeros and values above 2^53", () => {
     expect(extractEventId(rec('{"id":"000123"}'), { kind: "event-id", field: "id" })).toBe("000123");
     expect(extractEventId(rec('{"id":"9007199254740993"}'), { kind: "event-id", field: "id" })).toBe(
@@ -48,7 +71,7 @@ describe("extractEventId", () => {
       /JSON number; send it as a string/,
     );
     expect(() => extractEventId(rec("{}"), { kind: "event-id", field: "id" })).toThrow(PermanentRecordError);
-    expect(() => extractEventId(rec("not json"), { kind: "event-id", field: "id" })).toThrow(/not JSON/);
+    expect(() => extractEventId(rec(null), { kind: "event-id", field: "id" })).toThrow(/null value/);
     expect(() =>
       extractEventId(rec("{}", { ce_id: [Buffer.from([0xff, 0xfe])] }), {
         kind: "event-id",

@@ -14,6 +14,7 @@ import {
   withConnectionOptions,
   type ConnectionFlags,
 } from "../common.js";
+import { commandTarget } from "../commandTarget.js";
 
 interface ChecksumFlags extends ConnectionFlags {
   projection?: string;
@@ -41,7 +42,7 @@ export function checksumCommand(): Command {
 async function checksumAction(flags: ChecksumFlags): Promise<void> {
   const setup = await configFrom(flags, { REPLAYABLE_PROJECTION: flags.projection }, { checkTables: true });
   const { config } = setup;
-  const projection = setup.projection();
+  const { projection } = commandTarget(setup);
   await checkDatabase(config.databaseUrl, [], projection.tables);
   const pool = createPool({ connectionString: config.databaseUrl, max: 1 });
   try {

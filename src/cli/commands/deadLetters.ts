@@ -24,6 +24,7 @@ import {
   type CliSetup,
   type ConnectionFlags,
 } from "../common.js";
+import { commandTarget } from "../commandTarget.js";
 import { letterJson, listRow, parseTimeFlag, showText } from "../deadLetterOutput.js";
 import {
   resolveVersionTarget,
@@ -78,12 +79,13 @@ async function targetOf(
   setup: CliSetup,
   flags: FilterFlags & { output: string },
 ): Promise<VersionTarget> {
+  const chosen = commandTarget(setup);
   const target = await resolveVersionTarget(
     pool,
-    setup.projection(),
+    chosen.projection,
     flags.version,
     undefined,
-    setup.config.groupId,
+    chosen.groupId,
   );
   const line = versionLine(target);
   if (line !== undefined && flags.output !== "json") process.stdout.write(`${line}\n`);

@@ -132,7 +132,7 @@ const orders = defineProjection<OrderPlaced>({
 
 export default defineConfig({
   kafkaBrokers: ["127.0.0.1:9092"],
-  databaseUrl: "postgres://postgres@127.0.0.1:5432/postgres",
+  databaseUrl: "postgres://postgres@127.0.0.1:5432/test",
   projections: [orders],
 });
 `;

@@ -1,5 +1,15 @@
-/** `replayable produce <stream>`: send a demo stream to a topic (creating it if missing). */
+/**
+ * `replayable produce`: send the records of a JSON Lines file to a topic of one's own
+ * (`--topic T --file F`, the topic must exist unless `--create-topic N`), or a demo stream to a
+ * topic (`produce ledger`, `produce github`: created if missing).
+ */
+import { readFile } from "node:fs/promises";
+import { basename } from "node:path";
 import { Command } from "commander";
+import { ReplayableError } from "../../errors.js";
+import { missingTopicsError, topicsNotOnCluster } from "../../replay/missingTopics.js";
+import { unreadableFileReason } from "../../unreadableFile.js";
+import { parseRecordLines } from "../recordLines.js";
 import type { Config } from "../../config.js";
 import { createKafka } from "../../kafka/client.js";
 import { produceRecords, type ProducerRecord } from "../../kafka/producer.js";
@@ -8,6 +18,7 @@ import { githubStream } from "../../projections/github/stream.js";
 import { generateLedgerStream } from "../../projections/ledger/generate.js";
 import {
   cliAdmin,
+  cliKafka,
   action,
   cliLogger,
   configFrom,
@@ -36,12 +47,83 @@ interface ProduceGithubFlags extends ConnectionFlags {
   json?: boolean;
 }
 
-/** Builds the `produce` command and its streams. */
+interface ProduceFileFlags extends ConnectionFlags {
+  topic?: string;
+  file?: string;
+  createTopic?: string;
+  json?: boolean;
+}
+
+/** Builds the `produce` command: a records file to a topic, or (subcommands) a demo stream. */
 export function produceCommand(): Command {
-  const produce = new Command("produce").description("produce a demo stream to a topic");
+  const produce = withConnectionOptions(new Command("produce"))
+    .description(
+      'produce the records of a JSON Lines file to an existing topic, one record per line: {"key": ..., "value": ..., "headers": {...}}; or, with `ledger` or `github`, a demo stream',
+    )
+    // Its own options only before a subcommand: `produce ledger --topic T` is ledger's --topic.
+    .enablePositionalOptions()
+    .option(
+      "--topic <topic>",
+      "topic to produce the file's records to (it must exist, unless --create-topic)",
+    )
+    .option(
+      "--file <path>",
+      'JSON Lines file, one record per line: {"key": "k" or null, "value": "text", any JSON or null, "headers": {"name": "text"}}',
+    )
+    .option(
+      "--create-topic <partitions>",
+      "create the topic when it does not exist, with this many partitions and replication factor 1 (a local single-broker stack; on a cluster create it with its own tools)",
+    )
+    .option("--json", "print the summary as JSON")
+    .action(action(produceFileAction));
   produce.addCommand(produceLedgerCommand());
   produce.addCommand(produceGithubCommand());
   return produce;
+}
+
+/**
+ * Produces the records of `--file` to `--topic`, in file order.
+ * @throws ReplayableError CONFIG_INVALID when a flag is missing, the file cannot be read or holds a
+ *   bad line, or the topic does not exist and `--create-topic` was not given.
+ */
+async function produceFileAction(flags: ProduceFileFlags): Promise<void> {
+  if (flags.topic === undefined || flags.file === undefined)
+    throw new ReplayableError(
+      "CONFIG_INVALID",
+      "produce: give --topic T and --file records.jsonl (one record per line), or a demo stream: `produce ledger` or `produce github` (see --help)",
+    );
+  const { config } = await configFrom(flags);
+  const partitions =
+    flags.createTopic === undefined ? undefined : intFlag("--create-topic", flags.createTopic, 1, 10_000, 1);
+  let content: string;
+  try {
+    content = await readFile(flags.file, "utf8");
+  } catch (error) {
+    throw new ReplayableError("CONFIG_INVALID", `--file ${flags.file}: ${unreadableFileReason(error)}`);
+  }
+  const records = parseRecordLines(content, basename(flags.file));
+  const log = cliLogger(config);
+  const admin = await cliAdmin(config, log, { topics: [flags.topic], topicOperations: ["Write"] });
+  let created = false;
+  try {
+    if ((await topicsNotOnCluster(admin, [flags.topic])).length > 0) {
+      if (partitions === undefined)
+        throw missingTopicsError(
+          [flags.topic],
+          "--topic; create it with your cluster's tools, or give --create-topic <partitions> to create it here with replication factor 1",
+        );
+      created = await admin.createTopic(flags.topic, partitions);
+    }
+  } finally {
+    await admin.close();
+  }
+  await produceRecords(cliKafka(config, log), flags.topic, records);
+  const summary = { topic: flags.topic, file: flags.file, records: records.length, created };
+  if (flags.json) printJson(summary);
+  else
+    process.stdout.write(
+      `${created ? `created topic ${flags.topic} (${partitions} partition${partitions === 1 ? "" : "s"}, replication factor 1)\n` : ""}produced ${records.length} records from ${flags.file} to ${flags.topic}\n`,
+    );
 }
 
 /** Builds `produce ledger`. */

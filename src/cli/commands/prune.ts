@@ -19,6 +19,7 @@ import {
   withConnectionOptions,
   type ConnectionFlags,
 } from "../common.js";
+import { commandTarget } from "../commandTarget.js";
 import {
   resolveVersionTarget,
   versionLine,
@@ -27,7 +28,7 @@ import {
 } from "../versionTarget.js";
 
 interface PruneFlags extends ConnectionFlags {
-  projection: string;
+  projection?: string;
   group?: string;
   version?: string;
   topic?: string[];
@@ -45,7 +46,10 @@ export function pruneCommand(): Command {
     .description(
       "delete event-id rows (replayable.processed_events) whose source offset is below their partition's log start offset, once the projection has read every record of its topics; a dry run unless --execute",
     )
-    .requiredOption("--projection <name>", "projection whose event ids to prune")
+    .option(
+      "--projection <name>",
+      "projection whose event ids to prune (env REPLAYABLE_PROJECTION; default: the config file's only projection)",
+    )
     .option(
       "--group <id>",
       "the projection's consumer group (env REPLAYABLE_GROUP_ID; default: the projection name; a versioned projection's version uses its own)",
@@ -73,7 +77,7 @@ async function pruneAction(flags: PruneFlags): Promise<void> {
     REPLAYABLE_TOPICS: flags.topic?.join(","),
   });
   const { config } = setup;
-  const registered = setup.projection();
+  const { projection: registered } = commandTarget(setup, { uses: ["group"] });
   const waitMs = intFlag("--wait-ms", flags.waitMs, 0, 86_400_000, DEFAULT_WAIT_MS);
   const log = cliLogger(config);
   await checkDatabase(config.databaseUrl, flags.execute === true ? ["prune"] : []);

@@ -11,8 +11,9 @@ import { ReplayableError } from "../../errors.js";
 import { blueGreenRebuild } from "../../versions/blueGreenRebuild.js";
 import { reportBlueGreen } from "./rebuildBlueGreenReport.js";
 import { loadWebConfig } from "../../metrics/webConfig.js";
-import { createLogger } from "../../logger.js";
+import { createLogger, stderrDestination } from "../../logger.js";
 import type { RegisteredProjection } from "../../projections/registry.js";
+import { commandTarget } from "../commandTarget.js";
 import { runProjection } from "../runProjection.js";
 import {
   action,
@@ -31,8 +32,8 @@ import {
 } from "../common.js";
 
 interface RebuildFlags extends ConnectionFlags, MetricsServerFlags {
-  projection: string;
-  group: string;
+  projection?: string;
+  group?: string;
   topic?: string[];
   execute?: boolean;
   force?: boolean;
@@ -48,8 +49,14 @@ export function rebuildCommand(): Command {
     .description(
       "recompute a projection from the log: reset the group to the log start offsets, then empty the projection's tables and dedupe state in one transaction; a dry run unless --execute",
     )
-    .requiredOption("--projection <name>", "projection to rebuild (of the config file, or an example)")
-    .requiredOption("--group <id>", "the projection's consumer group (must be inactive)")
+    .option(
+      "--projection <name>",
+      "projection to rebuild, of the config file or an example (env REPLAYABLE_PROJECTION; default: the config file's only projection)",
+    )
+    .option(
+      "--group <id>",
+      "the projection's consumer group, which must be inactive (env REPLAYABLE_GROUP_ID; default: the projection's name)",
+    )
     .option(
       "--topic <topic...>",
       "the projection's topics (env REPLAYABLE_TOPICS; default: the topics the group has committed offsets for or the projection has checkpoints for, else its default topics); topics it has checkpoints for are always included",
@@ -88,7 +95,7 @@ async function rebuildAction(flags: RebuildFlags): Promise<void> {
     { checkTables: true },
   );
   const { config } = setup;
-  const projection = setup.projection();
+  const { projection } = commandTarget(setup, { uses: ["group"] });
   if (runsAfter) loadWebConfig(config.metrics.webConfigFile); // its problems before anything changes
   if (projection.versioned === true && flags.blueGreen !== true)
     throw new ReplayableError(
@@ -148,7 +155,7 @@ function goesOnRunning(flags: RebuildFlags): boolean {
  */
 async function runCreated(setup: CliSetup, projection: RegisteredProjection, version: number): Promise<void> {
   const { config } = setup;
-  createLogger(config.logLevel, { groupId: config.groupId }).info(
+  createLogger(config.logLevel, { groupId: config.groupId }, stderrDestination(config.logFormat)).info(
     { projection: projection.name, version },
     `going on as version ${version}'s member (as \`run --projection ${projection.name} --version ${version}\`) until SIGTERM/SIGINT; --no-run creates the version and exits`,
   );

@@ -22,6 +22,7 @@ import {
   withConnectionOptions,
   type ConnectionFlags,
 } from "../common.js";
+import { commandTarget } from "../commandTarget.js";
 import {
   resolveVersionTarget,
   versionLine,
@@ -30,7 +31,7 @@ import {
 } from "../versionTarget.js";
 
 interface ReplayFlags extends ConnectionFlags, ResetFlags {
-  group: string;
+  group?: string;
   topic?: string[];
   allTopics?: boolean;
   execute?: boolean;
@@ -46,11 +47,14 @@ export function replayCommand(): Command {
     .description(
       "reset a consumer group's committed offsets as `kafka-consumer-groups --reset-offsets` does, and show what the next run re-reads as duplicates, applies, or skips; a dry run unless --execute",
     )
-    .requiredOption(
+    .option(
       "--group <id>",
-      "consumer group whose committed offsets to reset (of a versioned projection: the group its versions were created from, or the version's own)",
+      "consumer group whose committed offsets to reset (env REPLAYABLE_GROUP_ID; default: the projection's name; of a versioned projection: the group its versions were created from, or the version's own)",
     )
-    .option("--topic <topic...>", "topics to reset: T (all partitions) or T:p,q (some); repeatable")
+    .option(
+      "--topic <topic...>",
+      "topics to reset: T (all partitions) or T:p,q (some); repeatable (env REPLAYABLE_TOPICS; default: the projection's topics)",
+    )
     .option("--all-topics", "every topic the group has committed offsets for")
     .option("--to-earliest", "reset to the log start offset")
     .option("--to-latest", "reset to the high watermark (skips everything not yet applied)")
@@ -77,24 +81,30 @@ export function replayCommand(): Command {
 async function replayAction(flags: ReplayFlags): Promise<void> {
   if (flags.execute && flags.dryRun)
     throw new ReplayableError("CONFIG_INVALID", "--execute and --dry-run exclude each other; give one");
-  if ((flags.topic === undefined) === !flags.allTopics)
+  if (flags.topic !== undefined && flags.allTopics)
     throw new ReplayableError(
       "CONFIG_INVALID",
-      "give either --topic T[:p,q] (repeatable) or --all-topics (every topic the group has committed offsets for)",
+      "give either --topic T[:p,q] (repeatable) or --all-topics (every topic the group has committed offsets for), not both",
     );
   const spec = parseResetSpec(flags);
-  const scope = flags.allTopics ? { allTopics: true as const } : { topics: parseTopicArgs(flags.topic!) };
   const setup = await configFrom(flags, {
     REPLAYABLE_PROJECTION: flags.projection,
     REPLAYABLE_GROUP_ID: flags.group,
   });
   const { config } = setup;
-  const registered = setup.projection(flags.group);
+  const uses =
+    flags.topic === undefined && !flags.allTopics ? (["group", "topics"] as const) : (["group"] as const);
+  const chosen = commandTarget(setup, { group: flags.group, uses });
+  const registered = chosen.projection;
+  const scope = flags.allTopics
+    ? { allTopics: true as const }
+    : { topics: parseTopicArgs(flags.topic ?? chosen.topics) };
+  const group = flags.group ?? (process.env.REPLAYABLE_GROUP_ID || undefined);
   const log = cliLogger(config);
   await checkDatabase(config.databaseUrl, []);
   const pool = createPool({ connectionString: config.databaseUrl, max: 2 });
   try {
-    const target = await resolveVersionTarget(pool, registered, flags.version, flags.group, flags.group);
+    const target = await resolveVersionTarget(pool, registered, flags.version, group, chosen.groupId);
     const admin = await cliAdmin(config, log, {
       groupId: target.groupId,
       groupOperation: flags.execute === true ? "Read" : "Describe",

@@ -12,6 +12,7 @@ import {
 } from "../common.js";
 import type { RegisteredProjection } from "../../projections/registry.js";
 import { parseVersion } from "../../versions/versionNames.js";
+import { commandTarget } from "../commandTarget.js";
 import { runProjection } from "../runProjection.js";
 
 interface RunFlags extends ConnectionFlags, MetricsServerFlags {
@@ -54,7 +55,7 @@ async function runAction(flags: RunFlags): Promise<void> {
     },
     { checkTables: true },
   );
-  const projection = setup.projection();
+  const { projection } = commandTarget(setup, { print: false });
   const version = versionFlag(projection, flags);
   const group = flags.group ?? (process.env.REPLAYABLE_GROUP_ID || undefined);
   await runProjection({ setup, projection, version, migrate: flags.migrate, group });

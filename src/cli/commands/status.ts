@@ -15,6 +15,7 @@ import { versionedInstance } from "../../versions/versionNames.js";
 import { readVersionStart } from "../../sql/versionStart.js";
 import { versionProgress, type VersionProgress } from "../../versions/versionProgress.js";
 import { terminalSafe } from "../../terminalText.js";
+import { commandTarget } from "../commandTarget.js";
 import {
   action,
   outputOption,
@@ -89,13 +90,13 @@ export function statusCommand(): Command {
     )
     .option(
       "--projection <name>",
-      "projection whose checkpoints to show (env REPLAYABLE_PROJECTION; default: the projection named like --group)",
+      "projection whose checkpoints to show (env REPLAYABLE_PROJECTION; default: the projection named like --group, else the config file's only projection)",
     )
     .option(
       "--topic <topic...>",
       "topics (default: those the group has committed offsets for or the projection has checkpoints for, else the projection's default topics)",
     )
-    .option("--group <id>", "consumer group id (default: the projection name)")
+    .option("--group <id>", "consumer group id (env REPLAYABLE_GROUP_ID; default: the projection name)")
     .addOption(outputOption())
     .action(action(statusAction));
 }
@@ -108,7 +109,7 @@ async function statusAction(flags: StatusFlags): Promise<void> {
     REPLAYABLE_GROUP_ID: flags.group,
   });
   const { config } = setup;
-  const projection = setup.projection(flags.group);
+  const { projection } = commandTarget(setup, { group: flags.group, uses: ["group"] });
   const log = cliLogger(config);
   await checkDatabase(config.databaseUrl, []);
   const admin = await cliAdmin(config, log, {

@@ -190,8 +190,8 @@ describe("a projection of one's own from replayable.config.ts", () => {
     const letters = await cli(["dead-letters", "list", "--output", "json"]);
     expect(letters.code).toBe(0);
     const list = JSON.parse(letters.stdout) as { projection: string; error: { code: string } }[];
-    // The event id is read from the value before decode: a value that is not JSON has none.
-    expect(list.map((l) => [l.projection, l.error.code])).toEqual([[name, "EVENT_ID_MISSING"]]);
+    // The event id is read from the value before decode: a value that is not JSON fails to decode.
+    expect(list.map((l) => [l.projection, l.error.code])).toEqual([[name, "DECODE_FAILED"]]);
   }, 240_000);
 });
 

@@ -183,7 +183,10 @@ describe("replay", () => {
       [["--topic", "t", "--to-datetime", "2026-02-30T00:00:00"], "--to-datetime"],
       [["--topic", "t", "--by-duration", "1 hour"], "--by-duration"],
       [["--topic", "t"], "no reset option given"],
-      [["--to-earliest"], "give either --topic"],
+      [
+        ["--topic", "t", "--all-topics", "--to-earliest"],
+        "give either --topic T[:p,q] (repeatable) or --all-topics",
+      ],
       [["--topic", "t", "--to-offset", "-3"], "--to-offset: -3 is negative"],
     ];
     for (const [args, message] of cases) {

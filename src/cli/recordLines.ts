@@ -1,0 +1,71 @@
+/**
+ * The records file of `replayable produce --topic T --file F`: JSON Lines, one record per line,
+ * `{"key": ..., "value": ..., "headers": {...}}`, so a newcomer can put test records on their own
+ * topic without another tool.
+ */
+import { ReplayableError } from "../errors.js";
+import type { ProducerRecord } from "../kafka/producer.js";
+
+/** The fields a line may hold. */
+const FIELDS = new Set(["key", "value", "headers"]);
+
+/**
+ * Parses `content` (the file's text), one record per non-blank line:
+ * - `key`: a string, or null/absent (no key: Kafka spreads such records over the partitions);
+ * - `value`: a string (sent as it is, UTF-8), any other JSON value (sent as its JSON text), or
+ *   null/absent (a tombstone);
+ * - `headers`: an object of string values (absent: none).
+ * Blank lines are skipped.
+ * @param source the file's name, for the messages.
+ * @throws ReplayableError CONFIG_INVALID naming the file, the line and what is valid, for the
+ *   first line that is not such an object.
+ * @example parseRecordLines('{"key":"o-1","value":{"id":"o-1"},"headers":{"ce_id":"1"}}\n', "f")
+ *   // [{ key: "o-1", value: '{"id":"o-1"}', headers: { ce_id: "1" } }]
+ */
+export function parseRecordLines(content: string, source: string): ProducerRecord[] {
+  const records: ProducerRecord[] = [];
+  const lines = content.split("\n");
+  for (const [index, raw] of lines.entries()) {
+    const text = raw.trim();
+    if (text === "") continue;
+    const where = `${source} line ${index + 1}`;
+    const bad = (what: string) =>
+      new ReplayableError(
+        "CONFIG_INVALID",
+        `${where}: ${what}; each line is one record, {"key": "k", "value": "text" or any JSON, "headers": {"name": "text"}} (key and headers optional)`,
+      );
+    let line: unknown;
+    try {
+      line = JSON.parse(text);
+    } catch (error) {
+      throw bad(`not JSON (${error instanceof Error ? error.message : String(error)})`);
+    }
+    if (typeof line !== "object" || line === null || Array.isArray(line)) throw bad("not a JSON object");
+    const fields = line as Record<string, unknown>;
+    const unknown = Object.keys(fields).filter((f) => !FIELDS.has(f));
+    if (unknown.length > 0) throw bad(`unknown field ${unknown.map((f) => `"${f}"`).join(", ")}`);
+    const { key, value, headers } = fields;
+    if (key !== undefined && key !== null && typeof key !== "string")
+      throw bad('"key" must be a string or null');
+    if (headers !== undefined && (typeof headers !== "object" || headers === null || Array.isArray(headers)))
+      throw bad('"headers" must be an object of string values');
+    const headerEntries = Object.entries((headers ?? {}) as Record<string, unknown>);
+    for (const [name, v] of headerEntries)
+      if (typeof v !== "string") throw bad(`header "${name}" must be a string`);
+    records.push({
+      key: key ?? null,
+      value:
+        value === undefined || value === null
+          ? null
+          : typeof value === "string"
+            ? value
+            : JSON.stringify(value),
+      ...(headerEntries.length === 0
+        ? {}
+        : { headers: Object.fromEntries(headerEntries) as Record<string, string> }),
+    });
+  }
+  if (records.length === 0)
+    throw new ReplayableError("CONFIG_INVALID", `${source}: holds no records (one JSON object per line)`);
+  return records;
+}

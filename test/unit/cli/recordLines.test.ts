@@ -1,0 +1,35 @@
+import { describe, expect, it } from "vitest";
+import { parseRecordLines } from "../../../src/cli/recordLines.js";
+
+describe("the records file of `produce --topic T --file F`", () => {
+  it("reads key, value and headers per line: a string value as it is, other JSON as its text, null as a tombstone", () => {
+    const file = [
+      '{"key":"o-1","value":{"id":"o-1","amountCents":1250},"headers":{"ce_id":"1"}}',
+      "",
+      '{"value":"plain text"}',
+      '{"key":"o-1","value":null}',
+    ].join("\n");
+    expect(parseRecordLines(file, "records.jsonl")).toEqual([
+      { key: "o-1", value: '{"id":"o-1","amountCents":1250}', headers: { ce_id: "1" } },
+      { key: null, value: "plain text" },
+      { key: "o-1", value: null },
+    ]);
+  });
+
+  it("refuses a bad line naming the file, the line and the format", () => {
+    const cases: [string, string][] = [
+      ["not json", "records.jsonl line 2: not JSON ("],
+      ["[1]", "records.jsonl line 2: not a JSON object"],
+      ['{"key":1,"value":"v"}', 'records.jsonl line 2: "key" must be a string or null'],
+      ['{"value":"v","headers":{"n":1}}', 'records.jsonl line 2: header "n" must be a string'],
+      ['{"value":"v","header":{}}', 'records.jsonl line 2: unknown field "header"'],
+    ];
+    for (const [line, message] of cases) {
+      expect(() => parseRecordLines(`{"value":"ok"}\n${line}\n`, "records.jsonl"), line).toThrow(message);
+      expect(() => parseRecordLines(`{"value":"ok"}\n${line}\n`, "records.jsonl"), line).toThrow(
+        '{"key": "k", "value": "text" or any JSON, "headers": {"name": "text"}}',
+      );
+    }
+    expect(() => parseRecordLines("\n\n", "empty.jsonl")).toThrow("empty.jsonl: holds no records");
+  });
+});
