@@ -1,24 +1,9 @@
 /**
- * A topic named to a command that does not exist on the cluster: a usage error naming the topic,
- * where its name came from and the fix, worded as `run` words it (`assertTopicsExist` in
- * src/kafka/admin.ts), so every command says it the same way and exits 2.
+ * Which topics named to a command are not on the cluster; the error is {@link missingTopicsError}
+ * (src/kafka/missingTopicsError.ts), worded once for `run` and every command.
  */
-import { ReplayableError } from "../errors.js";
 import type { KafkaAdmin } from "../kafka/admin.js";
-
-/**
- * The error for `missing` topics (at least one).
- * @param source where the names came from, e.g. `--topic or REPLAYABLE_TOPICS`.
- * @returns a ReplayableError CONFIG_INVALID (the CLI exits 2) with `context.missing`.
- */
-export function missingTopicsError(missing: readonly string[], source: string): ReplayableError {
-  const many = missing.length > 1;
-  return new ReplayableError(
-    "CONFIG_INVALID",
-    `topic${many ? "s" : ""} ${missing.join(", ")} (${source}) ${many ? "do" : "does"} not exist on the cluster; create ${many ? "them" : "it"} first or correct the name`,
-    { context: { missing: [...missing] } },
-  );
-}
+import { missingTopicsError } from "../kafka/missingTopicsError.js";
 
 /**
  * Those of `topics` the cluster does not have (one Metadata request for every topic: KafkaJS's
