@@ -12,6 +12,7 @@ import type { Logger } from "pino";
 import { ReplayableError } from "../errors.js";
 import type { OauthBearerProvider } from "../kafkaSecurity.js";
 import { createKafka } from "./client.js";
+import { listenerSaslMechanisms } from "./saslProbe.js";
 import {
   kafkaSecurityFailure,
   plaintextListener,
@@ -108,10 +109,40 @@ async function connectFailure(error: unknown, check: AccessCheck): Promise<Repla
   const tls = await speaksTls(first);
   const configuredTls = check.security.ssl !== undefined;
   if (tls === true && !configuredTls)
-    return new ReplayableError("KAFKA_AUTHENTICATION", tlsListener(check), { cause: error });
+    return new ReplayableError("KAFKA_AUTHENTICATION", tlsListener(check, await tlsSaslMechanisms(first)), {
+      cause: error,
+    });
   if (tls === false && configuredTls)
     return new ReplayableError("KAFKA_AUTHENTICATION", plaintextListener(check), { cause: error });
   return undefined;
+}
+
+/**
+ * The SASL mechanisms the TLS listener `broker` asks for (`[]`: none), from one SaslHandshake over
+ * TLS (certificate not verified: only the listener is probed); undefined when it does not tell.
+ */
+function tlsSaslMechanisms(broker: string): Promise<string[] | undefined> {
+  const colon = broker.lastIndexOf(":");
+  const socket = tlsConnect({
+    host: broker.slice(0, colon),
+    port: Number(broker.slice(colon + 1)),
+    rejectUnauthorized: false,
+  });
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => {
+      socket.destroy();
+      resolve(undefined);
+    }, PROBE_TIMEOUT_MS);
+    socket.once("secureConnect", () => {
+      clearTimeout(timer);
+      resolve(listenerSaslMechanisms(socket, PROBE_TIMEOUT_MS));
+    });
+    socket.once("error", () => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(undefined);
+    });
+  });
 }
 
 /**
