@@ -75,6 +75,46 @@ export async function checkKafkaAccess(check: AccessCheck): Promise<void> {
   }
 }
 
+/**
+ * Of `topics`, those whose metadata Kafka refuses to this principal (TOPIC_AUTHORIZATION_FAILED):
+ * the cluster's topic list leaves out the topics a principal may not Describe, so such a topic
+ * looks deleted. One connection without retries, one metadata request per topic; a topic that
+ * does not exist (UNKNOWN_TOPIC_OR_PARTITION) or any other failure is left out.
+ * @returns each refused topic with the KAFKA_AUTHORIZATION error naming the ACL to grant.
+ */
+export async function topicsRefusingDescribe(
+  check: Pick<AccessCheck, "brokers" | "security" | "clientId" | "log" | "oauthBearerProvider">,
+  topics: readonly string[],
+): Promise<Map<string, ReplayableError>> {
+  const refused = new Map<string, ReplayableError>();
+  if (topics.length === 0) return refused;
+  const kafka = createKafka({
+    brokers: check.brokers,
+    clientId: check.clientId,
+    log: check.log.child({}, { level: "silent" }),
+    security: check.security,
+    oauthBearerProvider: check.oauthBearerProvider,
+    retries: 0,
+  });
+  const admin = kafka.admin();
+  try {
+    await admin.connect();
+    for (const topic of topics) {
+      const failure = await admin.fetchTopicMetadata({ topics: [topic] }).then(
+        () => undefined,
+        (error: unknown) =>
+          kafkaSecurityFailure(error, { ...check, topics: [topic], topicOperations: ["Describe"] }),
+      );
+      if (failure?.code === "KAFKA_AUTHORIZATION") refused.set(topic, failure);
+    }
+  } catch (error) {
+    check.log.debug({ err: error }, "could not ask Kafka why topics are not listed");
+  } finally {
+    await admin.disconnect().catch(() => undefined);
+  }
+  return refused;
+}
+
 // A CommonJS export Node's named-export detection misses: read it from the module object.
 const { ConfigResourceTypes } = kafkajs;
 

@@ -2,6 +2,7 @@
  * Which topics named to a command are not on the cluster; the error is {@link missingTopicsError}
  * (src/kafka/missingTopicsError.ts), worded once for `run` and every command.
  */
+import type { ReplayableError } from "../errors.js";
 import type { KafkaAdmin } from "../kafka/admin.js";
 import { missingTopicsError } from "../kafka/missingTopicsError.js";
 
@@ -27,4 +28,21 @@ export async function assertTopicsOnCluster(
 ): Promise<void> {
   const missing = await topicsNotOnCluster(admin, topics);
   if (missing.length > 0) throw missingTopicsError(missing, source);
+}
+
+/**
+ * `status`'s warning for a topic it found (in the projection's checkpoints or the group's committed
+ * offsets) that the cluster does not list: deleted, or, when Kafka refused this principal Describe
+ * on it (`refusal`, from topicsRefusingDescribe in src/kafka/accessCheck.ts), hidden by a missing ACL.
+ */
+export function goneTopicWarning(
+  topic: string,
+  foundIn: "checkpoints" | "committed offsets",
+  refusal?: ReplayableError,
+): string {
+  const found =
+    foundIn === "checkpoints" ? "the projection has checkpoints" : "the group has committed offsets";
+  return refusal === undefined
+    ? `topic ${topic}: ${found} for it, but it no longer exists on the cluster`
+    : `topic ${topic}: ${found} for it, but the cluster does not list it to this principal: ${refusal.message}`;
 }
