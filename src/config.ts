@@ -375,7 +375,10 @@ export function parseConfig(
     if (result.success) (values as Record<string, unknown>)[key] = result.data;
     else for (const issue of result.error.issues) problems.push({ variable: key, message: issue.message });
   }
-  problems.push(...crossChecks(values), ...securityChecks(values));
+  // A setting whose NAME_FILE could not be read is named once, on NAME_FILE: its "is required" is that same problem.
+  const badFiles = new Set(secretFiles.problems.map((p) => p.variable));
+  const unread = (variable: string) => badFiles.has(fileVariable(variable)) && input[variable] === undefined;
+  problems.push(...[...crossChecks(values), ...securityChecks(values)].filter((p) => !unread(p.variable)));
   const security =
     problems.length === 0 ? securityOf(schema.parse(input), file?.oauthBearerProvider) : undefined;
   if (security !== undefined && !("protocol" in security)) problems.push(...security.problems);

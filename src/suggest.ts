@@ -1,6 +1,10 @@
 /** "Did you mean ...?": the nearest candidate to a misspelt name. */
 
-/** The candidate nearest to `name` by edit distance, if it is close (a likely typo). */
+/**
+ * The candidate nearest to `name` by edit distance, if it is close (a likely typo); else the only
+ * candidate that starts with `name` followed by `_` (a name cut short: `basic_auth` for
+ * `basic_auth_users`).
+ */
 export function closest(name: string, candidates: readonly string[]): string | undefined {
   let best: string | undefined;
   let bestDistance = 4;
@@ -8,7 +12,9 @@ export function closest(name: string, candidates: readonly string[]): string | u
     const d = editDistance(name, candidate);
     if (d < bestDistance) [best, bestDistance] = [candidate, d];
   }
-  return best;
+  if (best !== undefined || name === "") return best;
+  const longer = candidates.filter((c) => c.startsWith(`${name}_`));
+  return longer.length === 1 ? longer[0] : undefined;
 }
 
 function editDistance(a: string, b: string): number {

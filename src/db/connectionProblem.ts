@@ -27,9 +27,13 @@ const EXPIRED = new Set(["CERT_HAS_EXPIRED", "CERT_NOT_YET_VALID", "CERT_REVOKED
  * undefined when it is not a TLS or authentication mismatch (an outage, a bug: left as it is).
  * Searches the `cause` chain. Never quotes key contents or a password (the URL is redacted).
  */
-export function explainConnectionError(error: unknown, url: string): ReplayableError | undefined {
+export function explainConnectionError(
+  error: unknown,
+  url: string,
+  env: Record<string, string | undefined> = process.env,
+): ReplayableError | undefined {
   const found = causes(error)
-    .map((e) => explain(e))
+    .map((e) => explain(e, sslModeSource(url, env)))
     .find((m) => m !== undefined);
   if (found === undefined) return undefined;
   return new ReplayableError(
@@ -39,7 +43,23 @@ export function explainConnectionError(error: unknown, url: string): ReplayableE
   );
 }
 
-function explain(error: object): string | undefined {
+/**
+ * Which setting gave the sslmode, for the messages: DATABASE_URL's own, or PGSSLMODE, which libpq's
+ * rule (src/db/postgresTls.ts) reads when the URL has none.
+ */
+function sslModeSource(url: string, env: Record<string, string | undefined>): string {
+  let inUrl = false;
+  try {
+    inUrl = new URL(url).searchParams.get("sslmode") !== null;
+  } catch {
+    // An unparsable URL fails elsewhere, naming DATABASE_URL.
+  }
+  return !inUrl && env.PGSSLMODE !== undefined && env.PGSSLMODE !== ""
+    ? `PGSSLMODE=${env.PGSSLMODE} (read because DATABASE_URL has no sslmode)`
+    : "DATABASE_URL's sslmode";
+}
+
+function explain(error: object, sslMode: string): string | undefined {
   const message = errorMessage(error);
   const code = (error as { code?: unknown }).code;
   const state = sqlState(error);
@@ -52,7 +72,7 @@ function explain(error: object): string | undefined {
   if (state === "28P01" || (state === "28000" && /authentication failed/.test(message)))
     return `${message}; check the user and password of DATABASE_URL`;
   if (message === "The server does not support SSL connections")
-    return "the server does not accept TLS (ssl = off in its postgresql.conf) but DATABASE_URL's sslmode asks for it; turn ssl on at the server, or use sslmode=disable only on a network you trust";
+    return `the server does not accept TLS (ssl = off in its postgresql.conf) but ${sslMode} asks for it; turn ssl on at the server, or use sslmode=disable only on a network you trust`;
   if (typeof code !== "string") return undefined;
   if (UNTRUSTED.has(code))
     return `the server's certificate is not signed by a CA that DATABASE_URL trusts (${code}: ${message}); set sslrootcert=<file of the CA that signed it> (a managed PostgreSQL publishes its CA bundle), or sslmode=require to encrypt without verifying`;

@@ -30,7 +30,7 @@ import { ReplayableError, errorMessage } from "../errors.js";
 import { packageRoot } from "../packageRoot.js";
 import { advisoryLock, advisoryUnlock, MIGRATION_LOCK } from "../sql/advisoryLocks.js";
 import { missingTables } from "../sql/tableExists.js";
-import { ensureFirstVersion } from "../versions/firstVersion.js";
+import { ensureFirstVersion, refuseFirstVersionBlocked } from "../versions/firstVersion.js";
 
 /** The schema that holds every migrations table. */
 export const MIGRATIONS_SCHEMA = "replayable";
@@ -67,6 +67,12 @@ export interface MigrateOptions {
    * command's `--group`); default: the projection's name. Ignored for existing versions.
    */
   readonly groupId?: string | undefined;
+  /**
+   * Runs after the plain projections' migrations and before any version is created (on the
+   * migrating session): a check that throws stops `migrate` there, so a problem it finds (the CLI
+   * checks that the plain projections' tables exist) leaves no new version behind.
+   */
+  readonly beforeVersions?: ((db: pg.ClientBase) => Promise<void>) | undefined;
 }
 
 /** The migrations table of projection `name` in schema `replayable`. */
@@ -75,12 +81,15 @@ export function projectionMigrationsTable(name: string): string {
 }
 
 /**
- * Runs every pending migration of the engine, then of each of `projections` in order; a versioned
- * projection without a version gets version 1 (src/versions/firstVersion.ts).
+ * Runs every pending migration of the engine, then of each plain projection of `projections` in
+ * order, then `options.beforeVersions`; then a versioned projection without a version gets version
+ * 1 (src/versions/firstVersion.ts). Every versioned projection's stable schema is checked before
+ * any projection's migration runs.
  * @throws ReplayableError DATABASE naming the folder of a failing migration (each folder's pending
  *   migrations run in one transaction, so a failing folder changes nothing), or a versioned
- *   projection whose stable schema holds tables of the names its views need; the lock is released
- *   either way.
+ *   projection whose stable schema holds tables of the names its views need (nothing of the
+ *   projections changed then); whatever `beforeVersions` throws (no version created); the lock is
+ *   released either way.
  * @example await migrate(pool, [{ name: "orders", migrationsFolder: "/app/migrations" }])
  */
 export async function migrate(
@@ -116,18 +125,20 @@ export async function migrate(
         await run(root, ENGINE_TABLE, "replayable (0.1.x chain)");
       await run(join(root, "engine"), ENGINE_TABLE, "replayable");
       await run(join(root, "versions"), VERSIONS_TABLE, "replayable (blue/green versions)");
+      // Checks first, changes after: the versions' views need free names, the plain projections'
+      // migrations may make tables other projections need, then versions are created last.
+      const versioned = projections.filter((p) => p.versioned === true);
+      for (const projection of versioned) await refuseFirstVersionBlocked(client, projection);
       for (const projection of projections) {
-        if (projection.versioned === true) {
-          await ensureFirstVersion(client, projection, options.groupId);
-          continue;
-        }
-        if (projection.migrationsFolder === undefined) continue;
+        if (projection.versioned === true || projection.migrationsFolder === undefined) continue;
         await run(
           projection.migrationsFolder,
           projectionMigrationsTable(projection.name),
           `projection ${projection.name}`,
         );
       }
+      await options.beforeVersions?.(client);
+      for (const projection of versioned) await ensureFirstVersion(client, projection, options.groupId);
     } finally {
       await advisoryUnlock(client, MIGRATION_LOCK);
     }

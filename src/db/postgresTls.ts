@@ -49,6 +49,20 @@ const PARAMETERS = {
 } as const;
 type Parameter = keyof typeof PARAMETERS;
 
+/**
+ * The parameters of one URL and environment: each one's value, and where it came from, so that a
+ * problem names the setting to change: `sslmode=prefer` of DATABASE_URL, or `PGSSLMODE=prefer`
+ * when libpq's variable gave it.
+ */
+interface Given {
+  /** The parameter's value, from the URL, else from its environment variable; an empty one is none. */
+  value(p: Parameter): string | undefined;
+  /** How messages call it: `sslmode` when the URL gave it, `PGSSLMODE` when the environment did. */
+  name(p: Parameter): string;
+  /** The setting it came from: `DATABASE_URL`, or its libpq variable. */
+  variable(p: Parameter): string;
+}
+
 /** Parameters of libpq (or node-postgres) that are refused rather than silently ignored. */
 const UNSUPPORTED: Record<string, string> = {
   ssl: "is node-postgres's own parameter; use libpq's sslmode, e.g. sslmode=verify-full&sslrootcert=<CA file>",
@@ -97,21 +111,34 @@ export function postgresTls(
     const why = UNSUPPORTED[name];
     if (why !== undefined) throw problem(`${name} ${why}`);
   }
-  const given = (p: Parameter): string | undefined => {
+  const fromEnv = (p: Parameter): boolean => {
     const envName = PARAMETERS[p];
-    const value = parsed.searchParams.get(p) ?? (envName === undefined ? undefined : env[envName]);
-    return value === "" ? undefined : value;
+    return parsed.searchParams.get(p) === null && envName !== undefined && env[envName] !== undefined;
   };
-  const mode = sslMode(given("sslmode"), given);
+  const given: Given = {
+    value: (p) => {
+      const envName = PARAMETERS[p];
+      const value = parsed.searchParams.get(p) ?? (envName === undefined ? undefined : env[envName]);
+      return value === "" ? undefined : value;
+    },
+    name: (p) => (fromEnv(p) ? PARAMETERS[p]! : p),
+    variable: (p) => (fromEnv(p) ? PARAMETERS[p]! : "DATABASE_URL"),
+  };
+  const mode = sslMode(given);
   const stripped = new URL(url);
   for (const p of Object.keys(PARAMETERS)) stripped.searchParams.delete(p);
   const connectionString = stripped.search === parsed.search ? url : stripped.toString();
-  const negotiation = given("sslnegotiation");
+  const negotiation = given.value("sslnegotiation");
+  const negotiationName = given.name("sslnegotiation");
   if (negotiation !== undefined && negotiation !== "postgres" && negotiation !== "direct")
-    throw problem(`sslnegotiation=${negotiation} must be postgres or direct`);
+    throw problem(`${negotiationName}=${negotiation} must be postgres or direct`, given, "sslnegotiation");
   if (negotiation === "direct" && mode === "disable")
-    throw problem("sslnegotiation=direct needs sslmode=require, verify-ca or verify-full (libpq's rule)");
-  const rootCert = given("sslrootcert");
+    throw problem(
+      `${negotiationName}=direct needs sslmode=require, verify-ca or verify-full (libpq's rule)`,
+      given,
+      "sslnegotiation",
+    );
+  const rootCert = given.value("sslrootcert");
   if (mode === "disable")
     return { connectionString, ssl: false, sslnegotiation: negotiation, mode, verifies: "nothing", rootCert };
   const verifies =
@@ -120,82 +147,95 @@ export function postgresTls(
   return { connectionString, ssl, sslnegotiation: negotiation, mode, verifies, rootCert };
 }
 
-/** The effective mode, or the problem with it. */
-function sslMode(value: string | undefined, given: (p: Parameter) => string | undefined): SslMode {
+/** The effective mode, or the problem with it (naming PGSSLMODE when it gave the mode). */
+function sslMode(given: Given): SslMode {
+  const value = given.value("sslmode");
   if (value === undefined) {
-    const files = (["sslrootcert", "sslcert", "sslkey"] as const).filter((p) => given(p) !== undefined);
+    const files = (["sslrootcert", "sslcert", "sslkey"] as const).filter((p) => given.value(p) !== undefined);
     if (files.length > 0)
       throw problem(
-        `${files.join(" and ")} given without sslmode; add sslmode=verify-full (or verify-ca, require): without sslmode replayable connects without TLS`,
+        `${files.map((p) => given.name(p)).join(" and ")} given without sslmode; add sslmode=verify-full (or verify-ca, require): without sslmode replayable connects without TLS`,
+        given,
+        ...files,
       );
     return "disable";
   }
+  const mode = `${given.name("sslmode")}=${value}`;
+  const fromEnv = given.variable("sslmode") !== "DATABASE_URL";
+  const where = fromEnv
+    ? ", as PGSSLMODE or in DATABASE_URL (PGSSLMODE is read because DATABASE_URL has no sslmode)"
+    : "";
   if (!(SSL_MODES as readonly string[]).includes(value))
-    throw problem(`sslmode=${value} is not one of ${SSL_MODES.join(", ")}`);
+    throw problem(`${mode} is not one of ${SSL_MODES.join(", ")}`, given, "sslmode");
   if (value === "allow" || value === "prefer")
     throw problem(
-      `sslmode=${value} is not supported: node-postgres cannot fall back between TLS and plaintext as libpq does (and ${value} does not protect against a man in the middle); use sslmode=verify-full&sslrootcert=<CA file>, sslmode=require (encrypted, not verified) or sslmode=disable`,
+      `${mode} is not supported: node-postgres cannot fall back between TLS and plaintext as libpq does (and ${value} does not protect against a man in the middle); use sslmode=verify-full&sslrootcert=<CA file>, sslmode=require (encrypted, not verified) or sslmode=disable${where}`,
+      given,
+      "sslmode",
     );
-  const rootCert = given("sslrootcert");
+  const rootCert = given.value("sslrootcert");
   if ((value === "verify-ca" || value === "verify-full") && rootCert === undefined)
     throw problem(
-      `sslmode=${value} needs sslrootcert=<file of the CA that signed the server's certificate> (or sslrootcert=system for a public CA, with verify-full)`,
+      `${mode} needs sslrootcert=<file of the CA that signed the server's certificate> (or sslrootcert=system for a public CA, with verify-full)`,
+      given,
+      "sslmode",
     );
   if (rootCert === "system" && value !== "verify-full")
     throw problem(
-      `sslmode=${value} may not be used with sslrootcert=system; use sslmode=verify-full (libpq's rule: any public CA's customer could pass a weaker check)`,
+      `${mode} may not be used with ${given.name("sslrootcert")}=system; use sslmode=verify-full (libpq's rule: any public CA's customer could pass a weaker check)`,
+      given,
+      "sslmode",
+      "sslrootcert",
     );
   return value as SslMode;
 }
 
 /** The `tls.connect` options of a mode that encrypts. */
-function tlsOptions(
-  given: (p: Parameter) => string | undefined,
-  readFile: ReadFile,
-  verifies: PostgresTls["verifies"],
-): ConnectionOptions {
+function tlsOptions(given: Given, readFile: ReadFile, verifies: PostgresTls["verifies"]): ConnectionOptions {
   const ssl: ConnectionOptions = {
     rejectUnauthorized: verifies !== "nothing",
-    minVersion: tlsVersion("sslminprotocolversion", given("sslminprotocolversion")) ?? "TLSv1.2",
+    minVersion: tlsVersion(given, "sslminprotocolversion") ?? "TLSv1.2",
   };
-  const max = tlsVersion("sslmaxprotocolversion", given("sslmaxprotocolversion"));
+  const max = tlsVersion(given, "sslmaxprotocolversion");
   if (max !== undefined) ssl.maxVersion = max;
   if (verifies === "chain") ssl.checkServerIdentity = () => undefined;
-  const rootCert = given("sslrootcert");
+  const rootCert = given.value("sslrootcert");
   if (rootCert !== undefined && rootCert !== "system")
     ssl.ca = pemFile(
+      given,
       "sslrootcert",
-      rootCert,
       readFile,
       "CERTIFICATE",
       "the CA certificate(s) that signed the server's certificate",
     );
-  const cert = given("sslcert");
-  const key = given("sslkey");
-  if ((cert === undefined) !== (key === undefined))
-    throw problem(
-      `${cert === undefined ? "sslkey" : "sslcert"} given without ${cert === undefined ? "sslcert" : "sslkey"}; a client certificate needs both`,
-    );
+  const cert = given.value("sslcert");
+  const key = given.value("sslkey");
+  if ((cert === undefined) !== (key === undefined)) {
+    const [has, lacks] =
+      cert === undefined ? (["sslkey", "sslcert"] as const) : (["sslcert", "sslkey"] as const);
+    throw problem(`${given.name(has)} given without ${lacks}; a client certificate needs both`, given, has);
+  }
   if (cert !== undefined && key !== undefined) {
-    ssl.cert = pemFile("sslcert", cert, readFile, "CERTIFICATE", "the client certificate");
-    ssl.key = pemFile("sslkey", key, readFile, "PRIVATE KEY", "the client certificate's private key");
-    const password = given("sslpassword");
+    ssl.cert = pemFile(given, "sslcert", readFile, "CERTIFICATE", "the client certificate");
+    ssl.key = pemFile(given, "sslkey", readFile, "PRIVATE KEY", "the client certificate's private key");
+    const password = given.value("sslpassword");
     if (password !== undefined) {
       registerSecret(password);
       ssl.passphrase = password;
     }
-    checkKey(ssl.key, key, password);
+    checkKey(ssl.key, given, password);
   }
-  const crl = given("sslcrl");
+  const crl = given.value("sslcrl");
   if (crl !== undefined)
-    ssl.crl = pemFile("sslcrl", crl, readFile, "X509 CRL", "certificate revocation lists");
+    ssl.crl = pemFile(given, "sslcrl", readFile, "X509 CRL", "certificate revocation lists");
   return ssl;
 }
 
 /** @throws CONFIG_INVALID when the key cannot be read: encrypted without sslpassword, a wrong sslpassword, not a key. */
-function checkKey(text: string, path: string, password: string | undefined): void {
+function checkKey(text: string, given: Given, password: string | undefined): void {
+  const named = `${given.name("sslkey")}=${given.value("sslkey") ?? ""}`;
   if (password === undefined && /ENCRYPTED/.test(text))
-    throw problem(`sslkey=${path} is encrypted; give its password as sslpassword`);
+    throw problem(`${named} is encrypted; give its password as sslpassword`, given, "sslkey");
   try {
     createPrivateKey({
       key: text,
@@ -205,36 +245,66 @@ function checkKey(text: string, path: string, password: string | undefined): voi
   } catch (error) {
     const code = (error as { code?: unknown }).code;
     if (password !== undefined && code === "ERR_OSSL_BAD_DECRYPT")
-      throw problem(`sslkey=${path}: sslpassword does not decrypt it`);
-    throw problem(`sslkey=${path}: not a usable private key (${String(code)})`);
+      throw problem(`${named}: sslpassword does not decrypt it`, given, "sslkey", "sslpassword");
+    throw problem(`${named}: not a usable private key (${String(code)})`, given, "sslkey");
   }
 }
 
-function tlsVersion(parameter: string, value: string | undefined): ConnectionOptions["minVersion"] {
+function tlsVersion(
+  given: Given,
+  parameter: "sslminprotocolversion" | "sslmaxprotocolversion",
+): ConnectionOptions["minVersion"] {
+  const value = given.value(parameter);
   if (value === undefined) return undefined;
   if (!(TLS_VERSIONS as readonly string[]).includes(value))
-    throw problem(`${parameter}=${value} must be one of ${TLS_VERSIONS.join(", ")}`);
+    throw problem(
+      `${given.name(parameter)}=${value} must be one of ${TLS_VERSIONS.join(", ")}`,
+      given,
+      parameter,
+    );
   return value as ConnectionOptions["minVersion"];
 }
 
 /** A PEM file's text. @throws CONFIG_INVALID naming the parameter and the file, never its contents. */
-function pemFile(parameter: string, path: string, readFile: ReadFile, label: string, what: string): string {
+function pemFile(
+  given: Given,
+  parameter: "sslrootcert" | "sslcert" | "sslkey" | "sslcrl",
+  readFile: ReadFile,
+  label: string,
+  what: string,
+): string {
+  const path = given.value(parameter) ?? "";
+  const named = `${given.name(parameter)}=${path}`;
   let text: string;
   try {
     text = readFile(path);
   } catch (error) {
     const reason = unreadableFileReason(error);
-    throw problem(`${parameter}=${path}: ${reason}; give the path of a PEM file with ${what}`);
+    throw problem(`${named}: ${reason}; give the path of a PEM file with ${what}`, given, parameter);
   }
   if (!text.includes(`-----BEGIN `) || !text.includes(`${label}-----`))
     throw problem(
-      `${parameter}=${path}: not a PEM file with ${what} (no "-----BEGIN ...${label}-----" line)`,
+      `${named}: not a PEM file with ${what} (no "-----BEGIN ...${label}-----" line)`,
+      given,
+      parameter,
     );
   return text;
 }
 
-function problem(message: string): ReplayableError {
-  return new ReplayableError("CONFIG_INVALID", `invalid configuration:\n  DATABASE_URL: ${message}`, {
-    context: { variables: ["DATABASE_URL"] },
-  });
+/**
+ * The CONFIG_INVALID error of `message`, under the settings the `parameters` came from: DATABASE_URL,
+ * or the libpq variable (PGSSLMODE, ...) that gave a parameter the URL lacks. Without `given`: DATABASE_URL.
+ */
+function problem(message: string, given?: Given, ...parameters: Parameter[]): ReplayableError {
+  const variables = [
+    ...new Set(given === undefined ? ["DATABASE_URL"] : parameters.map((p) => given.variable(p))),
+  ];
+  if (variables.length === 0) variables.push("DATABASE_URL");
+  return new ReplayableError(
+    "CONFIG_INVALID",
+    `invalid configuration:\n  ${variables.join(", ")}: ${message}`,
+    {
+      context: { variables },
+    },
+  );
 }

@@ -12,6 +12,7 @@ import type { Logger } from "pino";
 import { ReplayableError } from "../errors.js";
 import type { OauthBearerProvider } from "../kafkaSecurity.js";
 import { createKafka } from "./client.js";
+import { listenerSaslMechanisms } from "./saslProbe.js";
 import {
   kafkaSecurityFailure,
   plaintextListener,
@@ -74,6 +75,46 @@ export async function checkKafkaAccess(check: AccessCheck): Promise<void> {
   }
 }
 
+/**
+ * Of `topics`, those whose metadata Kafka refuses to this principal (TOPIC_AUTHORIZATION_FAILED):
+ * the cluster's topic list leaves out the topics a principal may not Describe, so such a topic
+ * looks deleted. One connection without retries, one metadata request per topic; a topic that
+ * does not exist (UNKNOWN_TOPIC_OR_PARTITION) or any other failure is left out.
+ * @returns each refused topic with the KAFKA_AUTHORIZATION error naming the ACL to grant.
+ */
+export async function topicsRefusingDescribe(
+  check: Pick<AccessCheck, "brokers" | "security" | "clientId" | "log" | "oauthBearerProvider">,
+  topics: readonly string[],
+): Promise<Map<string, ReplayableError>> {
+  const refused = new Map<string, ReplayableError>();
+  if (topics.length === 0) return refused;
+  const kafka = createKafka({
+    brokers: check.brokers,
+    clientId: check.clientId,
+    log: check.log.child({}, { level: "silent" }),
+    security: check.security,
+    oauthBearerProvider: check.oauthBearerProvider,
+    retries: 0,
+  });
+  const admin = kafka.admin();
+  try {
+    await admin.connect();
+    for (const topic of topics) {
+      const failure = await admin.fetchTopicMetadata({ topics: [topic] }).then(
+        () => undefined,
+        (error: unknown) =>
+          kafkaSecurityFailure(error, { ...check, topics: [topic], topicOperations: ["Describe"] }),
+      );
+      if (failure?.code === "KAFKA_AUTHORIZATION") refused.set(topic, failure);
+    }
+  } catch (error) {
+    check.log.debug({ err: error }, "could not ask Kafka why topics are not listed");
+  } finally {
+    await admin.disconnect().catch(() => undefined);
+  }
+  return refused;
+}
+
 // A CommonJS export Node's named-export detection misses: read it from the module object.
 const { ConfigResourceTypes } = kafkajs;
 
@@ -108,10 +149,40 @@ async function connectFailure(error: unknown, check: AccessCheck): Promise<Repla
   const tls = await speaksTls(first);
   const configuredTls = check.security.ssl !== undefined;
   if (tls === true && !configuredTls)
-    return new ReplayableError("KAFKA_AUTHENTICATION", tlsListener(check), { cause: error });
+    return new ReplayableError("KAFKA_AUTHENTICATION", tlsListener(check, await tlsSaslMechanisms(first)), {
+      cause: error,
+    });
   if (tls === false && configuredTls)
     return new ReplayableError("KAFKA_AUTHENTICATION", plaintextListener(check), { cause: error });
   return undefined;
+}
+
+/**
+ * The SASL mechanisms the TLS listener `broker` asks for (`[]`: none), from one SaslHandshake over
+ * TLS (certificate not verified: only the listener is probed); undefined when it does not tell.
+ */
+function tlsSaslMechanisms(broker: string): Promise<string[] | undefined> {
+  const colon = broker.lastIndexOf(":");
+  const socket = tlsConnect({
+    host: broker.slice(0, colon),
+    port: Number(broker.slice(colon + 1)),
+    rejectUnauthorized: false,
+  });
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => {
+      socket.destroy();
+      resolve(undefined);
+    }, PROBE_TIMEOUT_MS);
+    socket.once("secureConnect", () => {
+      clearTimeout(timer);
+      resolve(listenerSaslMechanisms(socket, PROBE_TIMEOUT_MS));
+    });
+    socket.once("error", () => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(undefined);
+    });
+  });
 }
 
 /**

@@ -1,7 +1,7 @@
 /** Cluster-side reads and writes over the KafkaJS admin client: topics, offsets, group members. */
 import kafkajs, { type Admin, type Kafka } from "kafkajs";
-import { ReplayableError } from "../errors.js";
 import { committedOffsetOrNone } from "../offsets.js";
+import { missingTopicsError } from "./missingTopicsError.js";
 
 /** A partition's offsets: log start offset (low) and high watermark (high), as strings. */
 export interface PartitionOffsets {
@@ -223,7 +223,7 @@ export class KafkaAdmin {
  * Checks that every topic exists, so a misspelt name fails at start with its name instead of
  * KafkaJS's "This server does not host this topic-partition".
  * @param source where the names came from, for the message (e.g. "REPLAYABLE_TOPICS or --topic").
- * @throws ReplayableError CONFIG_INVALID naming the missing topics.
+ * @throws ReplayableError CONFIG_INVALID naming the missing topics ({@link missingTopicsError}).
  */
 export async function assertTopicsExist(
   kafka: Kafka,
@@ -235,13 +235,7 @@ export async function assertTopicsExist(
   try {
     const existing = new Set(await admin.listTopics());
     const missing = topics.filter((t) => !existing.has(t));
-    if (missing.length > 0) {
-      throw new ReplayableError(
-        "CONFIG_INVALID",
-        `topic${missing.length > 1 ? "s" : ""} ${missing.join(", ")} (${source}) ${missing.length > 1 ? "do" : "does"} not exist on the cluster; create ${missing.length > 1 ? "them" : "it"} first or correct the name`,
-        { context: { missing } },
-      );
-    }
+    if (missing.length > 0) throw missingTopicsError(missing, source);
   } finally {
     await admin.disconnect();
   }

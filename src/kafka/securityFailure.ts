@@ -109,9 +109,29 @@ export function plaintextListener(context: FailureContext): string {
   return `the listener at ${context.brokers.join(",")} does not speak TLS, but KAFKA_SECURITY_PROTOCOL=${context.security.protocol}: set KAFKA_SECURITY_PROTOCOL=${context.security.sasl ? "SASL_PLAINTEXT" : "PLAINTEXT"}, or list the cluster's TLS listener in KAFKA_BROKERS`;
 }
 
-/** The message for a plaintext client talking to a TLS listener. */
-export function tlsListener(context: FailureContext): string {
-  return `the listener at ${context.brokers.join(",")} speaks TLS, but KAFKA_SECURITY_PROTOCOL=${context.security.protocol}: set KAFKA_SECURITY_PROTOCOL=${context.security.sasl ? "SASL_SSL" : "SSL"} (with KAFKA_SSL_CA_LOCATION unless its CA is a public one)`;
+/**
+ * The message for a plaintext client talking to a TLS listener: SSL or SASL_SSL, as the listener
+ * asks (src/kafka/saslProbe.ts).
+ * @param mechanisms the SASL mechanisms the listener enables (`[]`: it asks for no SASL login);
+ *   undefined when that could not be learnt: then both protocols are named.
+ */
+export function tlsListener(context: FailureContext, mechanisms?: readonly string[]): string {
+  const at = `the listener at ${context.brokers.join(",")} speaks TLS, but KAFKA_SECURITY_PROTOCOL=${context.security.protocol}`;
+  const ca = "KAFKA_SSL_CA_LOCATION unless its CA is a public one";
+  const sasl = context.security.sasl;
+  if (mechanisms === undefined)
+    return sasl
+      ? `${at}: set KAFKA_SECURITY_PROTOCOL=SASL_SSL (with ${ca})`
+      : `${at}: set KAFKA_SECURITY_PROTOCOL=SSL (with ${ca}), or SASL_SSL if the listener also asks for a SASL login (then KAFKA_SASL_MECHANISM, KAFKA_SASL_USERNAME and KAFKA_SASL_PASSWORD too)`;
+  if (mechanisms.length === 0)
+    return `${at}: set KAFKA_SECURITY_PROTOCOL=SSL (with ${ca})${sasl ? "; the listener asks for no SASL login, so remove KAFKA_SASL_MECHANISM, KAFKA_SASL_USERNAME and KAFKA_SASL_PASSWORD" : ""}`;
+  const enabled = mechanisms.join(", ");
+  if (sasl === undefined)
+    return `${at}: the listener needs TLS and a SASL login both: set KAFKA_SECURITY_PROTOCOL=SASL_SSL (not SSL), KAFKA_SASL_MECHANISM to one it enables (${enabled}), KAFKA_SASL_USERNAME and KAFKA_SASL_PASSWORD, and ${ca}`;
+  const other = mechanisms.includes(sasl.mechanism)
+    ? ""
+    : `; it does not enable KAFKA_SASL_MECHANISM=${sasl.mechanism}: use one of ${enabled}`;
+  return `${at}: set KAFKA_SECURITY_PROTOCOL=SASL_SSL (the listener needs TLS and a SASL login both; it enables ${enabled}), with ${ca}${other}`;
 }
 
 /**

@@ -95,6 +95,7 @@ const KNOWN_KEYS: Readonly<Record<string, readonly string[]>> = {
   "": Object.keys(schema.shape),
   tls_server_config: Object.keys(schema.shape.tls_server_config.unwrap().shape),
   http_server_config: Object.keys(schema.shape.http_server_config.unwrap().shape),
+  "http_server_config.headers": HEADERS,
 };
 
 /** The TLS settings, as node:tls takes them. */

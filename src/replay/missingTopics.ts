@@ -1,24 +1,10 @@
 /**
- * A topic named to a command that does not exist on the cluster: a usage error naming the topic,
- * where its name came from and the fix, worded as `run` words it (`assertTopicsExist` in
- * src/kafka/admin.ts), so every command says it the same way and exits 2.
+ * Which topics named to a command are not on the cluster; the error is {@link missingTopicsError}
+ * (src/kafka/missingTopicsError.ts), worded once for `run` and every command.
  */
-import { ReplayableError } from "../errors.js";
+import type { ReplayableError } from "../errors.js";
 import type { KafkaAdmin } from "../kafka/admin.js";
-
-/**
- * The error for `missing` topics (at least one).
- * @param source where the names came from, e.g. `--topic or REPLAYABLE_TOPICS`.
- * @returns a ReplayableError CONFIG_INVALID (the CLI exits 2) with `context.missing`.
- */
-export function missingTopicsError(missing: readonly string[], source: string): ReplayableError {
-  const many = missing.length > 1;
-  return new ReplayableError(
-    "CONFIG_INVALID",
-    `topic${many ? "s" : ""} ${missing.join(", ")} (${source}) ${many ? "do" : "does"} not exist on the cluster; create ${many ? "them" : "it"} first or correct the name`,
-    { context: { missing: [...missing] } },
-  );
-}
+import { missingTopicsError } from "../kafka/missingTopicsError.js";
 
 /**
  * Those of `topics` the cluster does not have (one Metadata request for every topic: KafkaJS's
@@ -42,4 +28,21 @@ export async function assertTopicsOnCluster(
 ): Promise<void> {
   const missing = await topicsNotOnCluster(admin, topics);
   if (missing.length > 0) throw missingTopicsError(missing, source);
+}
+
+/**
+ * `status`'s warning for a topic it found (in the projection's checkpoints or the group's committed
+ * offsets) that the cluster does not list: deleted, or, when Kafka refused this principal Describe
+ * on it (`refusal`, from topicsRefusingDescribe in src/kafka/accessCheck.ts), hidden by a missing ACL.
+ */
+export function goneTopicWarning(
+  topic: string,
+  foundIn: "checkpoints" | "committed offsets",
+  refusal?: ReplayableError,
+): string {
+  const found =
+    foundIn === "checkpoints" ? "the projection has checkpoints" : "the group has committed offsets";
+  return refusal === undefined
+    ? `topic ${topic}: ${found} for it, but it no longer exists on the cluster`
+    : `topic ${topic}: ${found} for it, but the cluster does not list it to this principal: ${refusal.message}`;
 }

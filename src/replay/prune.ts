@@ -21,7 +21,8 @@ import { offsetDistance } from "../offsets.js";
 import type { Projection } from "../projection.js";
 import { countEventIdsBelow, countEventIdsByPartition, deleteEventIdsBelow } from "../sql/pruneEventIds.js";
 import { readCheckpoints, type CheckpointRow } from "../sql/readCheckpoints.js";
-import { missingTopicsError, topicsNotOnCluster } from "./missingTopics.js";
+import { missingTopicsError } from "../kafka/missingTopicsError.js";
+import { topicsNotOnCluster } from "./missingTopics.js";
 import { resolveProjectionTopics } from "./projectionTopics.js";
 
 /** One partition's event-id rows and what pruning removes (or would remove). Counts are decimal strings. */

@@ -26,7 +26,8 @@ import {
   supersedeDeadLetters,
   type HandedBack,
 } from "../sql/supersedeDeadLetters.js";
-import { missingTopicsError, topicsNotOnCluster } from "./missingTopics.js";
+import { missingTopicsError } from "../kafka/missingTopicsError.js";
+import { topicsNotOnCluster } from "./missingTopics.js";
 import { resolveProjectionTopics } from "./projectionTopics.js";
 import { readCheckpoints } from "../sql/readCheckpoints.js";
 import { projectionLockedMessage, withExclusiveProjectionLock } from "./exclusiveLock.js";

@@ -19,6 +19,14 @@ export function projectionLock(projection: string): AdvisoryLockKey {
   return { name: `projection:${projection}` };
 }
 
+/**
+ * Held by `rebuild --blue-green --execute` while it creates a projection's next version: two at
+ * once create one version, and the second finds it registered.
+ */
+export function versionCreationLock(projection: string): AdvisoryLockKey {
+  return { name: `versions:${projection}` };
+}
+
 /** Waits for the exclusive lock on `key`. */
 export async function advisoryLock(client: pg.ClientBase, key: AdvisoryLockKey): Promise<void> {
   await client.query("SELECT pg_advisory_lock($1, hashtext($2))", [NAMESPACE, key.name]);

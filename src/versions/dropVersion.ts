@@ -4,7 +4,7 @@
  * transaction: its schema (its tables), migrations table and dedupe state (checkpoints, event ids,
  * dead letters under `<name>@v<N>`), its registry row marked `dropped` (the number is never
  * reused) and an audit row with its last checkpoints, its group's last committed offsets and its
- * tables' checksums. Refused for the live version, while a `run` of the version holds its advisory
+ * tables' row counts (and MD5s with `checksums`). Refused for the live version, while a `run` of the version holds its advisory
  * lock, and while its consumer group has members.
  *
  * Why Kafka first: the coordinator refuses to delete a group with members (NON_EMPTY_GROUP), so a
@@ -30,6 +30,7 @@ import {
 } from "../sql/projectionVersions.js";
 import { readCheckpoints, type CheckpointRow } from "../sql/readCheckpoints.js";
 import { tableChecksums, type TableChecksum } from "../sql/tableChecksums.js";
+import { tableRowCounts, type TableRowCount } from "../sql/dropVersionCounts.js";
 import { deleteDedupeState, dropVersionSchema, schemaTables } from "../sql/versionViews.js";
 import { versionMigrationsTable } from "./createVersion.js";
 import { operator } from "./operator.js";
@@ -87,6 +88,33 @@ export async function droppableRefusal(
   return active === undefined ? undefined : { kind: "refused", reason: "GROUP_ACTIVE", message: active };
 }
 
+/** Options of {@link dropVersion} and its dry run. */
+export interface DropOptions {
+  /**
+   * Also an MD5 of each table's rows (tableChecksums.ts: reads and sorts every row, slow on a large
+   * table) in the dry run and the audit row; default false: each table's row count only.
+   */
+  readonly checksums?: boolean | undefined;
+}
+
+/**
+ * Each table of `schema`, schema-qualified, with its row count, and with `checksums` its MD5 too
+ * (for the drop's audit row and its dry run).
+ */
+export async function droppedTables(
+  db: pg.Pool | pg.ClientBase,
+  schema: string,
+  checksums: boolean,
+): Promise<(TableRowCount | TableChecksum)[]> {
+  const tables = await schemaTables(db, schema);
+  if (checksums)
+    return tableChecksums(
+      db,
+      tables.map((t) => `${schema}.${t}`),
+    );
+  return (await tableRowCounts(db, schema, tables)).map((t) => ({ ...t, table: `${schema}.${t.table}` }));
+}
+
 /**
  * Drops version `version` of `projection`: its group in Kafka, then its state in PostgreSQL.
  * Running it again after a crash between the two finishes the job.
@@ -99,6 +127,7 @@ export async function dropVersion(
   pool: pg.Pool,
   projection: Projection<unknown>,
   version: number,
+  options: DropOptions = {},
 ): Promise<DropOutcome> {
   const { row } = await resolveVersion(pool, projection, version);
   const refusal = await droppableRefusal(admin, projection.name, row);
@@ -116,7 +145,7 @@ export async function dropVersion(
         message: `group ${row.groupId} has members again (the coordinator refused to delete it): stop every \`replayable run --version ${version}\`, then run drop-version again; nothing changed`,
       };
     await failpoint("drop-version-group-deleted");
-    return dropInDatabase(client, projection.name, row, { deletion, groupOffsets });
+    return dropInDatabase(client, projection.name, row, { deletion, groupOffsets }, options);
   });
   if (locked.locked) return locked.value;
   return { kind: "refused", reason: "PROJECTION_LOCKED", message: projectionLockedMessage(key, "drop it") };
@@ -128,6 +157,7 @@ async function dropInDatabase(
   projection: string,
   row: VersionRow,
   kafka: { deletion: GroupDeletion; groupOffsets: readonly CommittedOffset[] },
+  options: DropOptions,
 ): Promise<DropOutcome> {
   const { version } = row;
   const key = versionKey(projection, version);
@@ -136,11 +166,7 @@ async function dropInDatabase(
     if (rows.find((r) => r.version === version)?.state === "live")
       return liveRefusal(projection, version, true);
     const lastCheckpoints = await readCheckpoints(client, key);
-    const tables = await schemaTables(client, row.schemaName);
-    const checksums: TableChecksum[] = await tableChecksums(
-      client,
-      tables.map((t) => `${row.schemaName}.${t}`),
-    );
+    const checksums = await droppedTables(client, row.schemaName, options.checksums === true);
     await dropVersionSchema(client, row.schemaName, versionMigrationsTable(projection, version));
     const deleted = await deleteDedupeState(client, key);
     await setVersionState(client, projection, version, "dropped");

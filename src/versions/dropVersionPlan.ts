@@ -6,10 +6,9 @@
 import type pg from "pg";
 import type { KafkaAdmin } from "../kafka/admin.js";
 import type { Projection } from "../projection.js";
-import { countDedupeState, tableRowCounts, type TableRowCount } from "../sql/dropVersionCounts.js";
-import { schemaTables } from "../sql/versionViews.js";
+import { countDedupeState, type TableRowCount } from "../sql/dropVersionCounts.js";
 import { versionMigrationsTable } from "./createVersion.js";
-import { droppableRefusal, type DropOutcome } from "./dropVersion.js";
+import { droppableRefusal, droppedTables, type DropOptions, type DropOutcome } from "./dropVersion.js";
 import { resolveVersion } from "./resolveVersion.js";
 import { versionKey } from "./versionNames.js";
 
@@ -19,7 +18,8 @@ export interface DropPlan {
   readonly version: number;
   readonly state: string;
   readonly schema: string;
-  readonly tables: readonly TableRowCount[];
+  /** Its tables (names without the schema) with their row counts, and MD5s with `checksums`. */
+  readonly tables: readonly (TableRowCount & { readonly md5?: string })[];
   /** In schema `replayable`. */
   readonly migrationsTable: string;
   readonly dedupe: { checkpoints: string; eventIds: string; deadLetters: string };
@@ -29,7 +29,8 @@ export interface DropPlan {
 
 /**
  * What dropping version `version` of `projection` would delete, or the refusal a drop would get now
- * (the live version, members in its group).
+ * (the live version, members in its group). Counts the rows of its tables; `options.checksums` adds
+ * each table's MD5 (a read and sort of every row).
  * @throws ReplayableError CONFIG_INVALID for a version that does not exist or was dropped already.
  */
 export async function planDropVersion(
@@ -37,11 +38,16 @@ export async function planDropVersion(
   pool: pg.Pool,
   projection: Projection<unknown>,
   version: number,
+  options: DropOptions = {},
 ): Promise<DropPlan | Extract<DropOutcome, { kind: "refused" }>> {
   const { row } = await resolveVersion(pool, projection, version);
   const refusal = await droppableRefusal(admin, projection.name, row);
   if (refusal !== undefined) return refusal;
-  const tables = await tableRowCounts(pool, row.schemaName, await schemaTables(pool, row.schemaName));
+  const prefix = `${row.schemaName}.`;
+  const tables = (await droppedTables(pool, row.schemaName, options.checksums === true)).map((t) => ({
+    ...t,
+    table: t.table.startsWith(prefix) ? t.table.slice(prefix.length) : t.table,
+  }));
   return {
     kind: "plan",
     version,

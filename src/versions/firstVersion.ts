@@ -60,6 +60,20 @@ export async function ensureFirstVersion(
 }
 
 /**
+ * Refuses, changing nothing, a projection without a version whose stable schema is in the way of
+ * version 1 ({@link refuseTablesInTheWay}); `migrate` checks every versioned projection so before
+ * it changes any.
+ * @throws ReplayableError DATABASE as {@link ensureFirstVersion}.
+ */
+export async function refuseFirstVersionBlocked(
+  client: pg.ClientBase,
+  projection: FirstVersionProjection,
+): Promise<void> {
+  if ((await selectVersions(client, projection.name)).length > 0) return;
+  await refuseTablesInTheWay(client, projection);
+}
+
+/**
  * Refuses, before anything is created, a stable schema that holds ordinary tables where version 1's
  * views must go: a database set up before the projection was versioned (the shipped github
  * projection's tables of drizzle/github/, or a projection declared without `versioned: true`).

@@ -54,10 +54,9 @@ export async function swapVersions(
       const live = rows.find((r) => r.state === "live");
       const target = rows.find((r) => r.version === to);
       if (live?.version !== from || target?.state !== swap.toState)
-        throw new ReplayableError(
-          "DATABASE",
-          `the versions of ${projection} changed meanwhile (live ${live?.version ?? "none"}, version ${to} ${target?.state ?? "missing"}); nothing changed: check them and run the command again`,
-        );
+        throw new ReplayableError("DATABASE", versionsChangedMessage(swap, live?.version, target?.state), {
+          context: { projection, from, to },
+        });
       const fromSchema = versionSchema(projection, from);
       const toSchema = versionSchema(projection, to);
       const ours = new Set([
@@ -79,4 +78,28 @@ export async function swapVersions(
     },
     { lockTimeoutMs: swap.lockTimeoutMs },
   );
+}
+
+/**
+ * Why a switch found the versions other than it read them before: another promote, rollback or
+ * drop-version changed them in between (they serialize on the registry rows, so the later one sees
+ * the first one's result). Says what this command was to do, what the versions are now, and that
+ * nothing changed.
+ * @param live the version live now (undefined: none); `target` the state of `swap.to` now (undefined: no row).
+ */
+export function versionsChangedMessage(
+  swap: Pick<Swap, "projection" | "from" | "to" | "toState"> & {
+    readonly audit: Pick<VersionAudit, "action">;
+  },
+  live: number | undefined,
+  target: VersionState | undefined,
+): string {
+  const { projection, from, to } = swap;
+  const command = swap.audit.action;
+  const was = `version ${to} (${swap.toState})`;
+  const now = [
+    live === undefined ? "no version is live" : `version ${live} is live`,
+    ...(live === to ? [] : [`version ${to} is ${target === undefined ? "gone" : target}`]),
+  ].join(" and ");
+  return `${command} refused, nothing changed: another promote, rollback or drop-version of ${projection} ran while this ${command} was checking. This ${command} was to make ${was} live in place of version ${from}; now ${now}. Look at the versions with \`replayable status --projection ${projection}\`, then run \`replayable ${command}\` again if it is still wanted.`;
 }

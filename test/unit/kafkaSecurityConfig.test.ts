@@ -328,6 +328,16 @@ describe("secrets from NAME_FILE", () => {
     expect(text).not.toContain("secret-content-8");
   });
 
+  it("a NAME_FILE that cannot be read is one problem line, not also NAME 'is required'", () => {
+    const missing = join(dir, "no-such-password");
+    const text = problems({ ...SASL, KAFKA_SASL_PASSWORD_FILE: missing });
+    expect(text).toContain(`KAFKA_SASL_PASSWORD_FILE=${missing}: cannot read ${missing}: ENOENT`);
+    expect(text).not.toContain("KAFKA_SASL_PASSWORD: is required");
+    const empty = join(dir, "empty-password");
+    writeFileSync(empty, "\n");
+    expect(problems({ ...SASL, KAFKA_SASL_PASSWORD_FILE: empty })).not.toContain("is required");
+  });
+
   it("a bad value read from a file is reported with where it came from, never the value", () => {
     const file = join(dir, "bad-url");
     writeFileSync(file, "mysql://root:file-pw-2@h/db\n");

@@ -7,7 +7,8 @@ import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config.js";
 import { createKafka } from "../../src/kafka/client.js";
-import { kafkaSecurityFailure, type FailureContext } from "../../src/kafka/securityFailure.js";
+import { parseSaslHandshakeResponse, saslHandshakeRequest } from "../../src/kafka/saslProbe.js";
+import { kafkaSecurityFailure, tlsListener, type FailureContext } from "../../src/kafka/securityFailure.js";
 import type { KafkaSecurity } from "../../src/kafkaSecurity.js";
 
 const scram: KafkaSecurity = {
@@ -115,6 +116,83 @@ describe("kafkaSecurityFailure", () => {
     expect(kafkaSecurityFailure(wrapped({ code: "ECONNREFUSED" }), context)).toBeUndefined();
     expect(kafkaSecurityFailure(new Error("Connection timeout"), context)).toBeUndefined();
     expect(kafkaSecurityFailure(wrapped({ type: "UNKNOWN_TOPIC_OR_PARTITION" }), context)).toBeUndefined();
+  });
+});
+
+describe("tlsListener: a plaintext client at a TLS listener", () => {
+  const plaintext: FailureContext = {
+    security: { protocol: "PLAINTEXT", sasl: undefined, ssl: undefined },
+    brokers: ["b1:9093"],
+  };
+  const saslPlaintext: FailureContext = {
+    security: { protocol: "SASL_PLAINTEXT", sasl: scram.sasl, ssl: undefined },
+    brokers: ["b1:9093"],
+  };
+
+  it("PLAINTEXT at a SASL_SSL listener: SASL_SSL, not SSL, with the mechanisms it enables", () => {
+    const message = tlsListener(plaintext, ["SCRAM-SHA-512", "PLAIN"]);
+    expect(message).toContain(
+      "the listener at b1:9093 speaks TLS, but KAFKA_SECURITY_PROTOCOL=PLAINTEXT: the listener needs TLS and a SASL login both: set KAFKA_SECURITY_PROTOCOL=SASL_SSL (not SSL), KAFKA_SASL_MECHANISM to one it enables (SCRAM-SHA-512, PLAIN)",
+    );
+    expect(message).not.toMatch(/=SSL\b/);
+  });
+
+  it("PLAINTEXT at an SSL listener: SSL; SASL_PLAINTEXT: SASL_SSL, or SSL without the SASL settings", () => {
+    expect(tlsListener(plaintext, [])).toBe(
+      "the listener at b1:9093 speaks TLS, but KAFKA_SECURITY_PROTOCOL=PLAINTEXT: set KAFKA_SECURITY_PROTOCOL=SSL (with KAFKA_SSL_CA_LOCATION unless its CA is a public one)",
+    );
+    expect(tlsListener(saslPlaintext, ["SCRAM-SHA-512"])).toMatch(
+      /KAFKA_SECURITY_PROTOCOL=SASL_PLAINTEXT: set KAFKA_SECURITY_PROTOCOL=SASL_SSL \(the listener needs TLS and a SASL login both; it enables SCRAM-SHA-512\)/,
+    );
+    expect(tlsListener(saslPlaintext, ["PLAIN"])).toContain(
+      "it does not enable KAFKA_SASL_MECHANISM=SCRAM-SHA-512: use one of PLAIN",
+    );
+    expect(tlsListener(saslPlaintext, [])).toContain(
+      "set KAFKA_SECURITY_PROTOCOL=SSL (with KAFKA_SSL_CA_LOCATION unless its CA is a public one); the listener asks for no SASL login",
+    );
+  });
+
+  it("names both protocols when the listener's SASL could not be learnt", () => {
+    expect(tlsListener(plaintext)).toContain(
+      "set KAFKA_SECURITY_PROTOCOL=SSL (with KAFKA_SSL_CA_LOCATION unless its CA is a public one), or SASL_SSL if the listener also asks for a SASL login",
+    );
+  });
+});
+
+describe("the SaslHandshake probe", () => {
+  /** A SaslHandshake v1 response as a broker frames it. */
+  function response(correlationId: number, errorCode: number, mechanisms: string[]): Buffer {
+    const strings = mechanisms.map((m) => {
+      const b = Buffer.alloc(2 + Buffer.byteLength(m));
+      b.writeInt16BE(Buffer.byteLength(m));
+      b.write(m, 2);
+      return b;
+    });
+    const head = Buffer.alloc(4 + 4 + 2 + 4);
+    head.writeInt32BE(correlationId, 4);
+    head.writeInt16BE(errorCode, 8);
+    head.writeInt32BE(mechanisms.length, 10);
+    const frame = Buffer.concat([head, ...strings]);
+    frame.writeInt32BE(frame.length - 4, 0);
+    return frame;
+  }
+
+  it("asks SaslHandshake v1 for a mechanism no broker has", () => {
+    const request = saslHandshakeRequest(7);
+    expect(request.readInt32BE(0)).toBe(request.length - 4);
+    expect([request.readInt16BE(4), request.readInt16BE(6), request.readInt32BE(8)]).toEqual([17, 1, 7]);
+    expect(request.toString("utf8")).toContain("REPLAYABLE-PROBE");
+  });
+
+  it("reads the mechanisms of a SASL listener, none for a listener without SASL, nothing from garbage", () => {
+    expect(parseSaslHandshakeResponse(response(1, 33, ["SCRAM-SHA-512", "PLAIN"]), 1)).toEqual([
+      "SCRAM-SHA-512",
+      "PLAIN",
+    ]);
+    expect(parseSaslHandshakeResponse(response(1, 34, []), 1)).toEqual([]);
+    expect(parseSaslHandshakeResponse(response(2, 33, ["PLAIN"]), 1)).toBeUndefined();
+    expect(parseSaslHandshakeResponse(response(1, 35, []), 1)).toBeUndefined();
+    expect(parseSaslHandshakeResponse(Buffer.from("HTTP/1.1 400 Bad"), 1)).toBeUndefined();
   });
 });
 

@@ -24,6 +24,7 @@ interface DropFlags extends ConnectionFlags {
   projection?: string;
   version: string;
   execute?: boolean;
+  checksums?: boolean;
   output: "table" | "json";
 }
 
@@ -36,6 +37,10 @@ export function dropVersionCommand(): Command {
     .option("--projection <name>", "the versioned projection (env REPLAYABLE_PROJECTION)")
     .requiredOption("--version <n>", "the version to drop (refused for the live one)")
     .option("--execute", "drop it (default: only print what it would delete)")
+    .option(
+      "--checksums",
+      "also an MD5 of each table's rows, in the dry run's output and the drop's audit row (reads and sorts every row: slow on large tables); default: row counts",
+    )
     .addOption(outputOption())
     .action(action(dropAction));
 }
@@ -45,7 +50,7 @@ function planText(projection: string, p: DropPlan): string {
   const tables =
     p.tables.length === 0
       ? " (no tables)"
-      : `: ${p.tables.map((t) => `table ${t.table} (${t.rows} rows)`).join(", ")}`;
+      : `: ${p.tables.map((t) => `table ${t.table} (${t.rows} rows${t.md5 === undefined ? "" : `, md5 ${t.md5}`})`).join(", ")}`;
   const d = p.dedupe;
   return [
     `Dry run: would drop version ${p.version} (${p.state}) of projection ${projection}:`,
@@ -77,10 +82,11 @@ async function dropAction(flags: DropFlags): Promise<void> {
       groupOperation: "Delete",
     });
     try {
+      const options = { checksums: flags.checksums === true };
       const outcome =
         flags.execute === true
-          ? await dropVersion(admin, pool, projection, version)
-          : await planDropVersion(admin, pool, projection, version);
+          ? await dropVersion(admin, pool, projection, version, options)
+          : await planDropVersion(admin, pool, projection, version, options);
       if (flags.output === "json") printJson(outcome);
       if (outcome.kind === "refused") {
         process.stderr.write(`replayable: drop-version refused, nothing changed: ${outcome.message}\n`);

@@ -47,7 +47,8 @@ export function projectionsToMigrate(
 
 /**
  * Checks the connection and the privileges migrations need, migrates, then checks that every
- * table of `projections` exists. `options.groupId`: see {@link MigrateOptions}.
+ * table of `projections` exists: the plain projections' before any versioned projection's version 1
+ * is created, so a missing table leaves no new version behind. `options.groupId`: see {@link MigrateOptions}.
  * @throws ReplayableError CONFIG_INVALID (exit 2) for a TLS or credential mismatch, a missing
  *   grant (each GRANT named), or each missing table and its fix.
  */
@@ -59,15 +60,27 @@ export async function migrateAndCheck(
 ): Promise<void> {
   await checkDatabase(databaseUrl, ["migrate"]);
   const pool = createPool({ connectionString: databaseUrl, max: 1 });
-  try {
-    await migrate(pool, projections, options);
-    const problems = await missingTableProblems(
-      pool,
-      projections,
-      configFile === undefined ? "projections" : basename(configFile),
-    );
+  const label = configFile === undefined ? "projections" : basename(configFile);
+  const check = async (
+    db: Parameters<typeof missingTableProblems>[0],
+    of: readonly RegisteredProjection[],
+  ) => {
+    const problems = await missingTableProblems(db, of, label);
     if (problems.length > 0)
       throw new ReplayableError("CONFIG_INVALID", `invalid configuration:\n${problems.join("\n")}`);
+  };
+  try {
+    // The plain projections' tables before any version is created (a missing one stops migrate
+    // there), then every projection's, the versions' views included.
+    await migrate(pool, projections, {
+      ...options,
+      beforeVersions: (db) =>
+        check(
+          db,
+          projections.filter((p) => p.versioned !== true),
+        ),
+    });
+    await check(pool, projections);
   } finally {
     await pool.end();
   }

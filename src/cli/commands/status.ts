@@ -7,7 +7,10 @@ import { checkDatabase } from "../../db/startupCheck.js";
 import type { KafkaAdmin } from "../../kafka/admin.js";
 import { committedOffsetOrNone, compareOffsets, offsetDistance } from "../../offsets.js";
 import type { Projection } from "../../projection.js";
-import { missingTopicsError, topicsNotOnCluster } from "../../replay/missingTopics.js";
+import { missingTopicsError } from "../../kafka/missingTopicsError.js";
+import { goneTopicWarning, topicsNotOnCluster } from "../../replay/missingTopics.js";
+import { topicsRefusingDescribe } from "../../kafka/accessCheck.js";
+import { createLogger } from "../../logger.js";
 import { resolveProjectionTopics } from "../../replay/projectionTopics.js";
 import { readCheckpoints } from "../../sql/readCheckpoints.js";
 import { selectVersions } from "../../sql/projectionVersions.js";
@@ -227,10 +230,19 @@ async function readPartitionStatus(
   // group's offsets or the checkpoints was deleted since: a warning, the rest is shown.
   const gone = await topicsNotOnCluster(admin, resolved.topics);
   if (gone.length > 0 && resolved.source !== "found") throw missingTopicsError(gone, resolved.label);
-  for (const topic of gone)
-    warnings.push(
-      `topic ${topic}: ${checkpoints.some((c) => c.topic === topic) ? "the projection has checkpoints" : "the group has committed offsets"} for it, but it no longer exists on the cluster`,
-    );
+  const refused = await topicsRefusingDescribe(
+    {
+      brokers: config.kafka.brokers,
+      security: config.kafka.security,
+      clientId: `${config.kafka.clientId}-cli`,
+      log: createLogger("silent"),
+    },
+    gone,
+  );
+  for (const topic of gone) {
+    const foundIn = checkpoints.some((c) => c.topic === topic) ? "checkpoints" : "committed offsets";
+    warnings.push(goneTopicWarning(topic, foundIn, refused.get(topic)));
+  }
   const topics = resolved.topics.filter((t) => !gone.includes(t));
   const committed = topics.length === 0 ? [] : await admin.committedOffsets(config.groupId, topics);
   for (const topic of topics) {

@@ -4,6 +4,8 @@
  * applies into `<name>_v1` under its own dedupe key and group, readers see the rows through the
  * stable views; `--version` of a plain projection is refused.
  */
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import type { KafkaAdmin } from "../../../src/kafka/admin.js";
 import { produceRecords } from "../../../src/kafka/producer.js";
@@ -78,5 +80,45 @@ describe("a versioned projection's first version", () => {
     const r = await runCli(["run", "--projection", "ledger", "--version", "2", "--database-url", db.url]);
     expect(r.code).toBe(2);
     expect(r.stderr).toContain("--version: projection ledger is not versioned");
+  });
+
+  it("migrate refuses a plain projection's missing table before it creates a versioned projection's version 1", async () => {
+    const dir = tempFolder();
+    const db = await createTestDatabase(false);
+    onTestFinished(() => db.drop());
+    const name = uniqueName("bg");
+    const plain = uniqueName("plain");
+    writeVersionedConfig(dir, name, uniqueName("bg-topic"));
+    // Beside it, a plain projection whose table nothing creates.
+    const file = join(dir, "replayable.config.ts");
+    const config = readFileSync(file, "utf8")
+      .replace(
+        "export default defineConfig({",
+        `const plain = defineProjection<unknown>({
+  name: ${JSON.stringify(plain)},
+  dedupe: { kind: "offset" as const },
+  topics: ["unused"],
+  tables: [${JSON.stringify(`${plain}.rows`)}],
+  decode: (record) => record.value,
+  async apply() {},
+});
+
+export default defineConfig({`,
+      )
+      .replace("projections: [sales],", "projections: [sales, plain],");
+    writeFileSync(file, config);
+
+    const migrated = await runCli(["migrate"], { DATABASE_URL: db.url }, { cwd: dir });
+    expect(migrated.code, migrated.stderr).toBe(2);
+    expect(migrated.stderr).toContain(
+      `projection ${plain}: table ${plain}.rows does not exist in the database`,
+    );
+    // Nothing of the versioned projection was created: no version, no schema, no views.
+    const made = await db.pool.query<{ what: string }>(
+      `SELECT 'version' AS what FROM replayable.projection_versions WHERE projection = $1
+       UNION ALL SELECT 'schema ' || nspname FROM pg_namespace WHERE nspname IN ($1, $2)`,
+      [name, `${name}_v1`],
+    );
+    expect(made.rows).toEqual([]);
   });
 });

@@ -157,6 +157,12 @@ describe("promote, rollback and drop-version safety (issue 16 follow-up)", () =>
     expect(dry.stdout).toContain(`migrations table replayable.__drizzle_migrations_${name}@v2`);
     expect(dry.stdout).toContain("dedupe state: 2 checkpoints, 0 event ids, 0 dead letters");
     expect(dry.stdout).toContain("Nothing changed: run it again with --execute to drop it.");
+    expect(dry.stdout).not.toContain("md5");
+    const withChecksums = await cli([...drop, "--checksums"]);
+    expect(withChecksums.code, withChecksums.stderr).toBe(0);
+    expect(withChecksums.stdout).toMatch(
+      new RegExp(`schema ${name}_v2: table totals \\(5 rows, md5 [0-9a-f]{32}\\)`),
+    );
     expect(await states(db, name)).toEqual([
       [1, "live"],
       [2, "shadow"],

@@ -144,6 +144,25 @@ describe("postgresTls: sslmode as libpq documents it", () => {
     expect(tls("sslmode=disable", { PGSSLMODE: "verify-full" }).ssl).toBe(false);
   });
 
+  it("names PGSSLMODE, not DATABASE_URL, when the environment gave the refused mode", () => {
+    const fromEnv = problem("", { PGSSLMODE: "prefer" });
+    expect(fromEnv).toMatch(/^invalid configuration:\n {2}PGSSLMODE: PGSSLMODE=prefer is not supported/);
+    expect(fromEnv).toContain(
+      "as PGSSLMODE or in DATABASE_URL (PGSSLMODE is read because DATABASE_URL has no sslmode)",
+    );
+    expect(fromEnv).not.toContain("DATABASE_URL:");
+    expect(problem("", { PGSSLMODE: "verify-full" })).toMatch(
+      / {2}PGSSLMODE: PGSSLMODE=verify-full needs sslrootcert/,
+    );
+    expect(problem("sslmode=require", { PGSSLROOTCERT: "/missing.pem" })).toMatch(
+      / {2}PGSSLROOTCERT: PGSSLROOTCERT=\/missing.pem: /,
+    );
+    // The URL's own parameter is still DATABASE_URL's.
+    expect(problem("sslmode=prefer", { PGSSLMODE: "require" })).toMatch(
+      / {2}DATABASE_URL: sslmode=prefer is not/,
+    );
+  });
+
   it("refuses node-postgres's own ssl parameters and unsupported libpq ones", () => {
     expect(problem("ssl=true")).toMatch(/ssl is node-postgres's own parameter; use libpq's sslmode/);
     expect(problem("uselibpqcompat=true&sslmode=require")).toMatch(/uselibpqcompat is not needed/);

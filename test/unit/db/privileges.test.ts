@@ -97,6 +97,16 @@ describe("explainConnectionError", () => {
     ).toMatch(/check the user and password of DATABASE_URL/);
   });
 
+  it("names PGSSLMODE when it, not DATABASE_URL, asked for TLS the server does not offer", () => {
+    const noTls = new Error("The server does not support SSL connections");
+    expect(explainConnectionError(noTls, url, { PGSSLMODE: "require" })?.message).toContain(
+      "but PGSSLMODE=require (read because DATABASE_URL has no sslmode) asks for it",
+    );
+    expect(
+      explainConnectionError(noTls, `${url}?sslmode=require`, { PGSSLMODE: "require" })?.message,
+    ).toContain("but DATABASE_URL's sslmode asks for it");
+  });
+
   it("leaves an outage alone", () => {
     expect(
       explainConnectionError(Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" }), url),

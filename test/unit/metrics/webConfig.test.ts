@@ -85,7 +85,9 @@ describe("loadWebConfig (the Prometheus exporters' web configuration)", () => {
     expect(problem(`tls_server_config:\n  cert_file: x\n  key_file: y\n  certfile: z\n`)).toMatch(
       /tls_server_config\.certfile: unknown key/,
     );
-    expect(problem("basic_auth:\n  a: b\n")).toMatch(/: basic_auth: unknown key/);
+    expect(problem("basic_auth:\n  a: b\n")).toMatch(
+      /: basic_auth: unknown key; did you mean basic_auth_users\?/,
+    );
   });
 
   it("suggests the nearest known key for a misspelt one, at the top and nested", () => {
@@ -96,6 +98,12 @@ describe("loadWebConfig (the Prometheus exporters' web configuration)", () => {
       /tls_server_config\.certfile: unknown key; did you mean cert_file\?/,
     );
     expect(problem("nonsense_key_here: 1\n")).not.toMatch(/did you mean/);
+    expect(problem("http_server_config:\n  headers:\n    Strict-Transport-Securty: max-age=1\n")).toMatch(
+      /http_server_config\.headers\.Strict-Transport-Securty: unknown key; did you mean Strict-Transport-Security\?/,
+    );
+    expect(problem("http_server_config:\n  headers:\n    x-frame-options: deny\n")).toMatch(
+      /did you mean X-Frame-Options\?/,
+    );
   });
 
   it("refuses options replayable does not implement, saying so", () => {
