@@ -9,7 +9,7 @@ import { X509Certificate, randomBytes } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, describe, expect, it, onTestFinished } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { runCli } from "../helpers/process.js";
 import { runArgs } from "../helpers/replay.js";
 import {
@@ -23,14 +23,24 @@ import {
   secureAdmin,
   sslEnv,
 } from "../helpers/secureKafka.js";
-import { createTestDatabase, uniqueName, waitFor } from "../helpers/stack.js";
+import { type TestDatabase, createTestDatabase, uniqueName, waitFor } from "../helpers/stack.js";
 
 /** Every output of this file, scanned for secrets at the end. */
 const outputs: string[] = [];
 const wrongPassword = `wrong-${randomBytes(6).toString("hex")}`;
 
+/**
+ * A migrated database for the commands that reach Kafka: `status` and `run` check the schema
+ * before they connect to a broker (issue 28), so an unmigrated DATABASE_URL would hide the
+ * Kafka error under test.
+ */
+let migrated: TestDatabase;
+beforeAll(async () => {
+  migrated = await createTestDatabase();
+});
+
 async function cli(args: readonly string[], env: Record<string, string>) {
-  const result = await runCli(args, env);
+  const result = await runCli(args, { DATABASE_URL: migrated.url, ...env });
   outputs.push(result.stdout, result.stderr);
   return result;
 }
@@ -39,7 +49,8 @@ function statusArgs(group: string): string[] {
   return ["status", "--projection", "ledger", "--group", group, "--output", "json"];
 }
 
-afterAll(() => {
+afterAll(async () => {
+  await migrated?.drop();
   const secrets = [passwordOf("alice"), passwordOf("bob"), passwordOf("admin"), wrongPassword];
   for (const text of outputs) for (const secret of secrets) expect(text).not.toContain(secret);
 });
