@@ -49,6 +49,7 @@ import {
   type Shape,
 } from "./shapes.js";
 import {
+  coresBusy,
   evaluateTargets,
   perRecord,
   postgresCpuUsPerRecord,
@@ -446,6 +447,8 @@ function measurementRows(result: ShapeResult): Record<string, string | number>[]
     "Node CPU µs/rec": m.records > 0 ? ((m.cpuMs * 1000) / m.records).toFixed(1) : "-",
     "PG CPU µs/rec": postgresCpuUsPerRecord(m)?.toFixed(1) ?? "-",
     "broker CPU µs/rec": perRecord(m, m.brokerCpuMs)?.toFixed(1) ?? "-",
+    "cores busy": coresBusy(m)?.toFixed(2) ?? "-",
+    "event loop busy": m.eventLoopBusy === undefined ? "-" : m.eventLoopBusy.toFixed(2),
   }));
 }
 

@@ -61,6 +61,12 @@ export interface ScenarioMeasurement {
   /** CPU time (user + system) the subprocess used over elapsedMs, ms: less sensitive to a busy machine. */
   readonly cpuMs: number;
   /**
+   * The fraction of elapsedMs the main thread's event loop was busy (0–1; Node's
+   * `performance.eventLoopUtilization()`, over the same window): near 1, the member is bound by its
+   * one JavaScript thread; well below, it waits (for PostgreSQL, the broker, a slot).
+   */
+  readonly eventLoopBusy?: number;
+  /**
    * CPU time of PostgreSQL's processes for the scenario's database (backends and autovacuum), ms,
    * over the whole subprocess; null without a database or when PostgreSQL is not on this machine.
    */

@@ -1,4 +1,5 @@
 /** Counting a scenario's batches until every partition reaches its end offset (or a record limit). */
+import type { EventLoopUtilization } from "node:perf_hooks";
 import { percentile, type ScenarioMeasurement, type ScenarioSpec } from "./scenario.js";
 
 /** One processed batch as a scenario reports it. */
@@ -31,6 +32,8 @@ export class Tally {
   private joinedAt: number | undefined;
   private cpuAtJoin: NodeJS.CpuUsage | undefined;
   private cpuAtLast: NodeJS.CpuUsage | undefined;
+  private eluAtJoin: EventLoopUtilization | undefined;
+  private eluAtLast: EventLoopUtilization | undefined;
   private first: number | undefined;
   private last = 0;
   private finished = false;
@@ -49,6 +52,7 @@ export class Tally {
     if (this.joinedAt !== undefined) return;
     this.joinedAt = performance.now();
     this.cpuAtJoin = process.cpuUsage();
+    this.eluAtJoin = performance.eventLoopUtilization();
   }
 
   /** Counts one batch; batches after the end are ignored. */
@@ -57,6 +61,7 @@ export class Tally {
     this.first ??= batch.startedAt;
     this.last = batch.endedAt;
     this.cpuAtLast = process.cpuUsage();
+    this.eluAtLast = performance.eventLoopUtilization();
     this.records += batch.records;
     this.applied += batch.applied ?? 0;
     this.duplicates += batch.duplicates ?? 0;
@@ -83,6 +88,10 @@ export class Tally {
       elapsedMs: this.last - first,
       firstBatchMs: (this.first ?? first) - first,
       cpuMs: cpuMs(this.cpuAtLast, this.cpuAtJoin),
+      eventLoopBusy:
+        this.eluAtLast === undefined || this.eluAtJoin === undefined
+          ? 0
+          : performance.eventLoopUtilization(this.eluAtLast, this.eluAtJoin).utilization,
       batchP50Ms: percentile(this.latencies, 50),
       batchP99Ms: percentile(this.latencies, 99),
     };
