@@ -449,6 +449,8 @@ function measurementRows(result: ShapeResult): Record<string, string | number>[]
     "broker CPU µs/rec": perRecord(m, m.brokerCpuMs)?.toFixed(1) ?? "-",
     "cores busy": coresBusy(m)?.toFixed(2) ?? "-",
     "event loop busy": m.eventLoopBusy === undefined ? "-" : m.eventLoopBusy.toFixed(2),
+    "tx p50 ms": m.transactionP50Ms === undefined ? "-" : m.transactionP50Ms.toFixed(1),
+    "in tx": m.inTransaction === undefined ? "-" : m.inTransaction.toFixed(2),
   }));
 }
 

@@ -78,6 +78,14 @@ export interface ScenarioMeasurement {
   readonly brokerCpuMs?: number | null;
   readonly batchP50Ms: number;
   readonly batchP99Ms: number;
+  /** Median BEGIN to COMMIT of the transactions, ms; 0 when none ran (raw, replay's fast path). */
+  readonly transactionP50Ms?: number;
+  /**
+   * The fraction of partition-time spent between BEGIN and COMMIT: the transactions' summed
+   * durations over elapsedMs × partitions (0–1). Near 1 with the event loop busy: transactions are
+   * long because the one JavaScript thread is; near 1 with it idle: PostgreSQL is the wait.
+   */
+  readonly inTransaction?: number;
   /** VmHWM of the subprocess (peak resident set size), bytes. */
   readonly peakRssBytes: number;
 }

@@ -15,6 +15,8 @@ export interface TalliedBatch {
   readonly duplicates?: number;
   readonly deadLettered?: number;
   readonly fastPath?: boolean;
+  /** BEGIN to COMMIT of the batch's transaction, ms (replayable's, off the fast path). */
+  readonly transactionMs?: number;
 }
 
 /** Accumulates batches; `done` resolves once the spec's end offsets or record limit are reached. */
@@ -24,6 +26,8 @@ export class Tally {
   private readonly startedAt = performance.now();
   private readonly remaining: Map<number, bigint>;
   private readonly latencies: number[] = [];
+  private readonly transactionLatencies: number[] = [];
+  private transactionMsTotal = 0;
   private records = 0;
   private applied = 0;
   private duplicates = 0;
@@ -68,6 +72,10 @@ export class Tally {
     this.deadLettered += batch.deadLettered ?? 0;
     if (batch.fastPath === true) this.fastPathBatches += 1;
     this.latencies.push(batch.endedAt - batch.startedAt);
+    if (batch.transactionMs !== undefined) {
+      this.transactionLatencies.push(batch.transactionMs);
+      this.transactionMsTotal += batch.transactionMs;
+    }
     const end = this.remaining.get(batch.partition);
     if (end !== undefined && BigInt(batch.lastOffset) + 1n >= end) this.remaining.delete(batch.partition);
     if (this.remaining.size === 0 || (this.spec.limit !== undefined && this.records >= this.spec.limit))
@@ -94,6 +102,11 @@ export class Tally {
           : performance.eventLoopUtilization(this.eluAtLast, this.eluAtJoin).utilization,
       batchP50Ms: percentile(this.latencies, 50),
       batchP99Ms: percentile(this.latencies, 99),
+      transactionP50Ms: percentile(this.transactionLatencies, 50),
+      inTransaction:
+        this.last > first && this.spec.end.length > 0
+          ? this.transactionMsTotal / ((this.last - first) * this.spec.end.length)
+          : 0,
     };
   }
 

@@ -47,6 +47,7 @@ export async function runReplayable(
         duplicates: event.duplicates.offset + event.duplicates.event_id,
         deadLettered: event.deadLettered,
         fastPath: event.fastPath,
+        transactionMs: event.transactionMs,
       });
     },
   });

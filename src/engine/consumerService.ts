@@ -77,6 +77,12 @@ export interface BatchCommitted {
   readonly deadLettered: number;
   /** From the first attempt's start to the end of the offset commit, in ms (retries in place included). */
   readonly durationMs: number;
+  /**
+   * BEGIN to COMMIT of the attempt that committed, ms; undefined on the fast path. `durationMs`
+   * minus this is the wait for a transaction slot and the rebuild epoch, the retries, and the
+   * offset commit.
+   */
+  readonly transactionMs: number | undefined;
   /** True when the batch lay entirely below the cached checkpoint: no database round trip. */
   readonly fastPath: boolean;
   readonly offsetCommit: CommitResult;
@@ -598,6 +604,7 @@ function batchCommitted(event: TransactionCommitted): BatchCommitted {
     duplicates: event.result.duplicates,
     deadLettered: event.result.deadLettered.length,
     durationMs: event.durationMs,
+    transactionMs: event.transactionMs,
     fastPath: event.fastPath,
     offsetCommit: event.offsetCommit,
   };
