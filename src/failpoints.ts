@@ -16,7 +16,7 @@ export type FailpointName =
   | "after-db-commit"
   | "after-offset-commit"
   | "in-apply"
-  /** Before each offset commit request (docs/design.md step 8); `throw` makes the attempt fail. */
+  /** Before each offset commit request (docs/design.md "The transaction", step 8); `throw` makes the attempt fail. */
   | "offset-commit"
   /** A generation's rebuild epoch is about to be read (docs/design.md "The rebuild epoch"). */
   | "rebuild-epoch-read"

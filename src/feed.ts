@@ -7,7 +7,7 @@
 import type { KafkaRecord } from "./record.js";
 import type { Assignment, TopicPartition } from "./topicPartition.js";
 
-/** Result of committing an offset after the database COMMIT (docs/design.md step 8). */
+/** Result of committing an offset after the database COMMIT (docs/design.md "The transaction", step 8). */
 export type CommitResult = "committed" | "skipped_rebalanced" | "failed";
 
 /**

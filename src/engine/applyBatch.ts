@@ -28,7 +28,7 @@ export interface DeadLettered {
 
 /** What one committed transaction did. Counts are of records in the batch. */
 export interface BatchResult {
-  /** Last offset of the batch + 1: the offset to commit to Kafka (docs/design.md step 8). */
+  /** Last offset of the batch + 1: the offset to commit to Kafka (docs/design.md "The transaction", step 8). */
   readonly nextOffset: string;
   /** The checkpoint after COMMIT (>= nextOffset during a replay). */
   readonly checkpoint: string;

@@ -82,7 +82,7 @@ export interface TransactionRequest extends TopicPartition {
 }
 
 /**
- * Runs one dedupe-then-effect transaction (docs/design.md steps 1-7) and reports how long BEGIN to
+ * Runs one dedupe-then-effect transaction (docs/design.md "The transaction", steps 1-7) and reports how long BEGIN to
  * COMMIT took, ms. Throws the transaction's error after its ROLLBACK.
  */
 export type TransactionRunner = (

@@ -1,5 +1,5 @@
 /**
- * Offset commits of a KafkaJS consumer group member (docs/design.md step 8), fenced by the generation a
+ * Offset commits of a KafkaJS consumer group member (docs/design.md "The transaction", step 8), fenced by the generation a
  * batch was fetched in. Each OffsetCommit request carries the group generation id and member id of
  * the join that generation began with (KafkaJS patch 006, `consumer.commitOffsetsOfGeneration`), so
  * the group coordinator refuses it once the group has moved on; nothing looks the generation up

@@ -1,4 +1,4 @@
-/** docs/design.md step 6: move the checkpoint forward (never back) inside the applying transaction. */
+/** docs/design.md "The transaction", step 6: move the checkpoint forward (never back) inside the applying transaction. */
 import type pg from "pg";
 
 /** Sets the checkpoint of (projection, topic, partition) to `nextOffset` if that is ahead of it. */

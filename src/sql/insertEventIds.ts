@@ -1,5 +1,5 @@
 /**
- * docs/design.md step 4: record a batch's event ids in one statement. The unique key decides
+ * docs/design.md "The transaction", step 4: record a batch's event ids in one statement. The unique key decides
  * (never SELECT-then-INSERT): an id not inserted was already recorded.
  */
 import type pg from "pg";

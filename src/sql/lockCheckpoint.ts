@@ -1,5 +1,5 @@
 /**
- * docs/design.md step 2: create the checkpoint row if missing, then lock it (the fence between members),
+ * docs/design.md "The transaction", step 2: create the checkpoint row if missing, then lock it (the fence between members),
  * reading the projection's rebuild epoch in the same statement (the fence against a member of a
  * generation that ended before a rebuild; docs/design.md "The rebuild epoch").
  */
