@@ -12,8 +12,11 @@
  * exit code is 1 when one fails. Every process started here is stopped on the way out, also on
  * failure.
  *
- * Environment: DATABASE_URL (a database on the server where `replayable_demo` is dropped and
- * created), KAFKA_BROKERS. Member logs go to .data/demo/.
+ * Environment: DATABASE_URL (a database on the server where the demo's database is dropped and
+ * created), REPLAYABLE_DEMO_DATABASE (that database's name, default `replayable_demo`), KAFKA_BROKERS.
+ * Two demos on one PostgreSQL server need two names: a demo holds an advisory lock on its
+ * database's name for its whole run, and a second one with the same name stops at once (exit 2)
+ * instead of dropping the first one's database. Member logs go to .data/demo/<database>/.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
@@ -40,7 +43,7 @@ const BIN = join(ROOT, "bin", "replayable.js");
 const GITHUB_FILE = "data/github-events/2021-07-21-gharchive-800.jsonl";
 /** The changed github projection the blue/green part deploys as version 2. */
 const CHANGED_GITHUB_CONFIG = "examples/github-new-column/replayable.config.ts";
-const DEMO_DATABASE = "replayable_demo";
+const DEMO_DATABASE = demoDatabaseName(process.env.REPLAYABLE_DEMO_DATABASE);
 const PARTITIONS = 3;
 const MEMBERS = 2;
 const GITHUB_DUPLICATE_RATE = "0.1";
@@ -51,7 +54,7 @@ const WAIT_MS = 90_000;
 
 const started = Date.now();
 const runId = `${new Date().toISOString().replace(/\D/g, "").slice(0, 14)}-${process.pid}`;
-const logDir = join(ROOT, ".data", "demo", runId);
+const logDir = join(ROOT, ".data", "demo", DEMO_DATABASE, runId);
 const brokers = (process.env.KAFKA_BROKERS ?? "127.0.0.1:9092").split(",");
 const serverUrl = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
 const demoUrl = (() => {
@@ -343,6 +346,42 @@ async function resetToEarliest(s: Stream): Promise<ReplayResult> {
     demoUrl,
   ]);
   return JSON.parse(json) as ReplayResult;
+}
+
+/**
+ * The demo database's name: `replayable_demo`, or REPLAYABLE_DEMO_DATABASE when set. Exits 2 naming
+ * the variable when it is not a plain lower-case PostgreSQL identifier (it is put into DROP and
+ * CREATE DATABASE as it is).
+ */
+function demoDatabaseName(given: string | undefined): string {
+  if (given === undefined || given === "") return "replayable_demo";
+  if (/^[a-z_][a-z0-9_]{0,62}$/.test(given)) return given;
+  process.stderr.write(
+    `demo: REPLAYABLE_DEMO_DATABASE=${JSON.stringify(given)} is not a plain database name: use lower-case letters, digits and _ (e.g. replayable_demo_2)\n`,
+  );
+  process.exit(2);
+}
+
+/**
+ * Takes a session-level advisory lock on the demo database's name on the server, held until the
+ * process ends (the session with it): a second demo with the same database would otherwise drop
+ * the first one's database mid-run. Exits 2 when another demo holds it.
+ */
+async function claimDemoDatabase(): Promise<pg.Client> {
+  const session = new pg.Client(connectionConfig(serverUrl));
+  await session.connect();
+  const { rows } = await session.query<{ locked: boolean }>(
+    "SELECT pg_try_advisory_lock(hashtext('replayable demo'), hashtext($1)) AS locked",
+    [DEMO_DATABASE],
+  );
+  if (rows[0]?.locked !== true) {
+    await session.end();
+    process.stderr.write(
+      `demo: another demo is running with database ${DEMO_DATABASE} on ${redactUrl(serverUrl)}; wait for it, or run this one with another database: REPLAYABLE_DEMO_DATABASE=${DEMO_DATABASE}_2 make demo\n`,
+    );
+    process.exit(2);
+  }
+  return session;
 }
 
 async function recreateDatabase(): Promise<void> {
@@ -939,7 +978,8 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) {
   });
 }
 
-// Logs of earlier runs go; this run's stay until the next one.
+const claim = await claimDemoDatabase();
+// Logs of earlier runs with this database go; this run's stay until the next one.
 rmSync(dirname(logDir), { recursive: true, force: true });
 mkdirSync(logDir, { recursive: true });
 let failure: unknown;
@@ -958,6 +998,7 @@ try {
 } finally {
   cleaning ??= cleanUp();
   await cleaning;
+  await claim.end().catch(() => undefined);
 }
 
 if (checks.length > 0) process.stdout.write("\nChecks\n");
