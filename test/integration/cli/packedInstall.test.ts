@@ -376,6 +376,21 @@ describe("replayable as a user installs it: npm pack, npm install <tarball>, npx
     expect(existsSync(join(root, "node_modules", "kafkajs", "package.json"))).toBe(true);
     expect(existsSync(join(root, "src"))).toBe(false);
     expect(existsSync(join(project, "node_modules", "tsx"))).toBe(false);
+    // Source maps point at src/, which is not shipped: each carries its sources' text instead, so
+    // a stack trace or a debugger shows the TypeScript (issue 28).
+    const maps = files.filter((f) => f.endsWith(".map"));
+    expect(maps.length).toBeGreaterThan(0);
+    for (const map of maps) {
+      const parsed = JSON.parse(readFileSync(join(root, map), "utf8")) as {
+        sources: string[];
+        sourcesContent?: (string | null)[];
+      };
+      expect(parsed.sourcesContent?.length, map).toBe(parsed.sources.length);
+      expect(
+        parsed.sourcesContent?.every((text) => typeof text === "string" && text.length > 0),
+        map,
+      ).toBe(true);
+    }
     const version = await npx(["--version"]);
     expect(version.code, version.stderr).toBe(0);
     expect(version.stdout.trim()).toBe("0.1.0");
