@@ -36,6 +36,12 @@ export interface FetchedBatch extends TopicPartition {
   readonly throughOffset: string;
   /** The records; an adapter may convert them on first read (the replay fast path never reads them). */
   readonly records: readonly KafkaRecord[];
+  /**
+   * True when the adapter did not decode the records, as the engine allowed for offsets below its
+   * {@link FeedListener.decodeFloor}: `size` counts them, `firstOffset` and `lastOffset` bound them,
+   * and reading `records` throws. Only the replay fast path may take such a batch.
+   */
+  readonly undecoded?: boolean;
 }
 
 /** What the feed tells the engine. Each call returns at once: the feed never waits for the engine. */
@@ -48,6 +54,13 @@ export interface FeedListener {
   fetched(batch: FetchedBatch): void;
   /** A failure no restart can fix (authorization, a setting the broker refuses): the member stops. */
   crashed(error: Error): void;
+  /**
+   * The offset below which the engine needs no record of `partition` in the current generation
+   * (its cached checkpoint: every record below it is applied or dead-lettered), or undefined.
+   * Asked when a fetch is sent; an adapter may hand over the records wholly below it undecoded
+   * ({@link FetchedBatch.undecoded}), unless the partition's high watermark is below it.
+   */
+  decodeFloor?(partition: TopicPartition): string | undefined;
 }
 
 /** A consumer group member's Kafka side, as the engine drives it. */

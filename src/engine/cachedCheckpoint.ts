@@ -41,6 +41,14 @@ export class CachedCheckpoint {
     return this.value !== undefined;
   }
 
+  /**
+   * The cached checkpoint, or undefined: a batch wholly below it whose high watermark is not below
+   * it is covered ({@link covering}), so its records need not be decoded (FeedListener.decodeFloor).
+   */
+  get floor(): OffsetString | undefined {
+    return this.value?.toString();
+  }
+
   /** Forgets the checkpoint and starts a new epoch. Call on every assignment (group join, rebalance). */
   forget(): void {
     this.currentEpoch += 1;

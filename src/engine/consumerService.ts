@@ -85,6 +85,11 @@ export interface BatchCommitted {
   readonly transactionMs: number | undefined;
   /** True when the batch lay entirely below the cached checkpoint: no database round trip. */
   readonly fastPath: boolean;
+  /**
+   * True when, on top of that, the client did not decode the batch's records (KafkaJS patch 009,
+   * patches/README.md): a replay's record batches below the cached checkpoint.
+   */
+  readonly undecoded: boolean;
   readonly offsetCommit: CommitResult;
 }
 
@@ -606,6 +611,7 @@ function batchCommitted(event: TransactionCommitted): BatchCommitted {
     durationMs: event.durationMs,
     transactionMs: event.transactionMs,
     fastPath: event.fastPath,
+    undecoded: event.undecoded,
     offsetCommit: event.offsetCommit,
   };
 }

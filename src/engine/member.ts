@@ -6,7 +6,7 @@
  */
 import type { Logger } from "pino";
 import type { Feed, FeedListener, FetchedBatch } from "../feed.js";
-import { partitionKey, type Assignment, type PartitionKey } from "../topicPartition.js";
+import { partitionKey, type Assignment, type PartitionKey, type TopicPartition } from "../topicPartition.js";
 import { GenerationEpoch, type EpochSession } from "./generationEpoch.js";
 import type { MemberEvents } from "./memberEvents.js";
 import { PartitionWorker, type PartitionWorkerOptions } from "./partitionWorker.js";
@@ -113,6 +113,11 @@ export class Member implements FeedListener {
       this.workers.set(key, worker);
     }
     worker.offer(batch);
+  }
+
+  /** {@inheritDoc FeedListener.decodeFloor} */
+  decodeFloor(tp: TopicPartition): string | undefined {
+    return this.workers.get(partitionKey(tp.topic, tp.partition))?.decodeFloor();
   }
 
   /** {@inheritDoc FeedListener.crashed} */

@@ -25,6 +25,8 @@ export interface TransactionCommitted extends TopicPartition {
   readonly result: BatchResult;
   /** True when the batch lay entirely below the cached checkpoint: no database round trip. */
   readonly fastPath: boolean;
+  /** True when the skipped batch's records were not even decoded (FetchedBatch.undecoded): a replay below the checkpoint. */
+  readonly undecoded: boolean;
   /** BEGIN to COMMIT of the attempt that committed, ms; undefined on the fast path. */
   readonly transactionMs: number | undefined;
   /** From the first attempt's start to the end of the offset commit, ms (retries in place included). */

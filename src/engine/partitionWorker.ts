@@ -195,6 +195,16 @@ export class PartitionWorker implements TopicPartition {
     return this.current;
   }
 
+  /**
+   * {@inheritDoc FeedListener.decodeFloor}: the cached checkpoint while the worker takes batches of
+   * its generation, so a replay's batches below it reach the fast path undecoded.
+   */
+  decodeFloor(): string | undefined {
+    if (this.current === "revoked" || this.current === "failed") return undefined;
+    if (this.generation === this.rebuiltGeneration) return undefined;
+    return this.checkpoint.floor;
+  }
+
   /** Batches held: the one applied, those its transaction absorbed, and those waiting. */
   get held(): number {
     return this.waiting.length + this.absorbed.length + (this.inFlight === undefined ? 0 : 1);
@@ -287,6 +297,10 @@ export class PartitionWorker implements TopicPartition {
   private async handle(batch: FetchedBatch): Promise<void> {
     const watermark: Watermark = { value: batch.highWatermark, rechecked: false };
     const whole = this.checkpoint.covering(batch.throughOffset, batch.highWatermark) !== undefined;
+    if (batch.undecoded === true && !whole) {
+      this.refetchUndecoded(batch);
+      return;
+    }
     for (const transaction of planTransactions(batch, this.options.limits(), whole)) {
       const outcome = await this.settle(batch, transaction, watermark);
       if (outcome.kind !== "applied") return;
@@ -415,6 +429,8 @@ export class PartitionWorker implements TopicPartition {
     let highWatermark: string | undefined;
     for (let next = this.waiting[0]; next !== undefined; next = this.waiting[0]) {
       if (next.generation !== batch.generation || size + next.size > maxRecords) break;
+      // Its records were not decoded: only the fast path takes it.
+      if (next.undecoded === true) break;
       // Offsets fetched again (see above): the batch gets a transaction of its own.
       if (compareOffsets(next.firstOffset, throughOffset) <= 0) break;
       const nextBytes = next.records.reduce((sum, r) => sum + recordBytes(r), 0);
@@ -521,6 +537,7 @@ export class PartitionWorker implements TopicPartition {
       highWatermark: outcome.highWatermark,
       result,
       fastPath: outcome.fastPath,
+      undecoded: batch.undecoded === true,
       transactionMs: outcome.transactionMs,
     };
     void this.options.feed
@@ -606,6 +623,23 @@ export class PartitionWorker implements TopicPartition {
     this.log.warn(
       { err: error, generation: batch.generation, firstOffset: batch.firstOffset },
       "projection rebuilt (or its rebuild epoch unproven) after this generation fetched the batch; its batches are dropped and the member rejoins the group",
+    );
+    this.options.rejoin(batch.generation);
+  }
+
+  /**
+   * A batch handed over undecoded (below the decode floor this worker gave) that the cached
+   * checkpoint does not cover: the cache only moves forward within a generation and the adapter
+   * checks the high watermark against the floor, so this means an adapter broke its contract. The
+   * records are needed and were not decoded: the generation's batches are dropped and the member
+   * rejoins the group, which fetches again from the committed offset (below this batch) with no
+   * floor until a transaction of the new generation commits. Logged as an error.
+   */
+  private refetchUndecoded(batch: FetchedBatch): void {
+    if (batch.generation === this.generation) this.waiting.length = 0;
+    this.log.error(
+      { generation: batch.generation, firstOffset: batch.firstOffset, lastOffset: batch.lastOffset },
+      "a batch handed over undecoded is not below the cached checkpoint; fetching again from the committed offset",
     );
     this.options.rejoin(batch.generation);
   }

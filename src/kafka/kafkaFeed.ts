@@ -126,6 +126,9 @@ export class KafkaFeed implements Feed {
       maxBytesPerPartition: options.fetchLimits.maxBytesPerPartition,
       maxBytes: options.fetchLimits.maxBytes,
       allowAutoTopicCreation: false,
+      // Record batches below the engine's cached checkpoint (a replay) are handed over undecoded,
+      // counted: KafkaJS patch 009 (patches/README.md).
+      decodeFloor: (topic, partition) => this.listener?.decodeFloor?.({ topic, partition }),
       retry: {
         retries: 10,
         initialRetryTime: 300,
@@ -251,17 +254,7 @@ export class KafkaFeed implements Feed {
     this.consumer.on(END_BATCH_PROCESS, (event) => {
       const { topic, partition, batchSize, lastOffset, highWatermark } = event.payload;
       if (batchSize !== 0 || this.stopRequested) return;
-      this.listener?.fetched({
-        topic,
-        partition,
-        generation: this.generation,
-        highWatermark,
-        firstOffset: lastOffset,
-        lastOffset,
-        throughOffset: lastOffset,
-        size: 0,
-        records: [],
-      });
+      this.listener?.fetched(emptyBatch({ topic, partition, highWatermark }, this.generation, lastOffset));
     });
     // KafkaJS left the group (a stop, or a crash before its restart): that generation's commits are over.
     this.consumer.on(STOP, () => {
@@ -401,18 +394,83 @@ export class KafkaFeed implements Feed {
     const throughOffset = batch.lastOffset();
     // The fetch position moves past this batch now; the engine keeps it until it is applied.
     payload.resolveOffset(throughOffset);
-    this.listener?.fetched(fetchedBatch(batch, generation, throughOffset));
+    for (const fetched of fetchedBatches(batch, generation, throughOffset)) this.listener?.fetched(fetched);
     return Promise.resolve();
   }
 }
 
-/** A KafkaJS batch as a {@link FetchedBatch}; its messages are converted on first read. */
-function fetchedBatch(
+type KafkaMessage = EachBatchPayload["batch"]["messages"][number];
+
+/**
+ * A KafkaJS batch as {@link FetchedBatch}es: one, unless it holds record batches KafkaJS passed
+ * over undecoded below the engine's decode floor (patch 009). Those come first, as the floor is
+ * below every decoded record above it; they and any decoded records before the last of them
+ * become one undecoded batch (every offset of it is below the floor), and the messages after it
+ * a batch of their own that ends at `throughOffset` (only that end when none is left and
+ * transaction markers follow).
+ */
+export function fetchedBatches(
   batch: EachBatchPayload["batch"],
   generation: number,
   throughOffset: string,
+): FetchedBatch[] {
+  const { messages } = batch;
+  if (!batch.undecoded) return [fetchedBatch(batch, messages, generation, throughOffset)];
+  let last = messages.length - 1;
+  while (messages[last]!.undecoded === undefined) last -= 1;
+  const skipped = messages.slice(0, last + 1);
+  const lastOffset = messages[last]!.offset;
+  const undecoded: FetchedBatch = {
+    topic: batch.topic,
+    partition: batch.partition,
+    generation,
+    highWatermark: batch.highWatermark,
+    firstOffset: messages[0]!.undecoded?.firstOffset ?? messages[0]!.offset,
+    lastOffset,
+    throughOffset: lastOffset,
+    size: skipped.reduce((sum, m) => sum + (m.undecoded?.count ?? 1), 0),
+    undecoded: true,
+    get records(): never {
+      throw new ReplayableError(
+        "KAFKA",
+        "the records of a batch handed over undecoded were read: only the replay fast path may take it",
+      );
+    },
+  };
+  const rest = messages.slice(last + 1);
+  if (rest.length > 0) return [undecoded, fetchedBatch(batch, rest, generation, throughOffset)];
+  if (throughOffset === lastOffset) return [undecoded];
+  // Transaction markers or aborted records after the undecoded batches: only the end moves.
+  return [undecoded, emptyBatch(batch, generation, throughOffset)];
+}
+
+/** A batch of no records that moves the checkpoint and the committed offset to `throughOffset`. */
+function emptyBatch(
+  batch: { topic: string; partition: number; highWatermark: string },
+  generation: number,
+  throughOffset: string,
 ): FetchedBatch {
-  const { topic, partition, messages } = batch;
+  return {
+    topic: batch.topic,
+    partition: batch.partition,
+    generation,
+    highWatermark: batch.highWatermark,
+    firstOffset: throughOffset,
+    lastOffset: throughOffset,
+    throughOffset,
+    size: 0,
+    records: [],
+  };
+}
+
+/** `messages` of a KafkaJS batch as a {@link FetchedBatch}; they are converted on first read. */
+function fetchedBatch(
+  batch: EachBatchPayload["batch"],
+  messages: readonly KafkaMessage[],
+  generation: number,
+  throughOffset: string,
+): FetchedBatch {
+  const { topic, partition } = batch;
   let records: KafkaRecord[] | undefined;
   return {
     topic,
