@@ -41,10 +41,27 @@ export function headerText(record: KafkaRecord, name: string): string | undefine
 }
 
 /**
+ * Where a record built by the Kafka adapter (src/kafka/toRecord.ts) keeps its {@link recordBytes}
+ * and {@link headerCount}, computed once while its headers were converted: the engine asks for
+ * them up to three times per record (planning, absorbing, the apply step's limits). Symbols, so
+ * they are no part of the record a projection sees.
+ */
+export const RECORD_BYTES: unique symbol = Symbol("replayable.recordBytes");
+export const RECORD_HEADER_COUNT: unique symbol = Symbol("replayable.headerCount");
+
+/** A record that carries its size and header count (see {@link RECORD_BYTES}). */
+export interface SizedRecord extends KafkaRecord {
+  readonly [RECORD_BYTES]: number;
+  readonly [RECORD_HEADER_COUNT]: number;
+}
+
+/**
  * Size of a record in bytes: key + value + header names (UTF-8) and values, as on the wire without
  * the varint lengths. A null key, value or header value counts 0 bytes.
  */
 export function recordBytes(record: KafkaRecord): number {
+  const known = (record as Partial<SizedRecord>)[RECORD_BYTES];
+  if (known !== undefined) return known;
   let size = (record.key?.length ?? 0) + (record.value?.length ?? 0);
   // for…in, not Object.entries: this runs for every record, twice, and allocates nothing.
   for (const name in record.headers) {
@@ -66,6 +83,8 @@ export const DEFAULT_MAX_RECORD_HEADERS = 1000;
 
 /** The number of headers of `record`, repeated names counted once per value. */
 export function headerCount(record: KafkaRecord): number {
+  const known = (record as Partial<SizedRecord>)[RECORD_HEADER_COUNT];
+  if (known !== undefined) return known;
   let count = 0;
   for (const name in record.headers) {
     if (Object.hasOwn(record.headers, name)) count += record.headers[name]!.length;

@@ -7,7 +7,7 @@
 import type { KafkaMessage } from "kafkajs";
 import { describe, expect, it } from "vitest";
 import { toRecord } from "../../src/kafka/toRecord.js";
-import { headerText, headerValues, recordBytes, type KafkaRecord } from "../../src/record.js";
+import { headerCount, headerText, headerValues, recordBytes, type KafkaRecord } from "../../src/record.js";
 
 /** A KafkaJS message whose headers object is `headers` as given (own properties, any names). */
 function message(headers: Record<string, unknown>): KafkaMessage {
@@ -84,5 +84,32 @@ describe("record headers", () => {
   it("counts header names in UTF-8 bytes", () => {
     const record = toRecord("t", 0, message(own([["é€", Buffer.from("")]])));
     expect(recordBytes(record)).toBe(1 + 2 + 2 + 3);
+  });
+});
+
+describe("the size and header count toRecord carries", () => {
+  it("equals what recordBytes and headerCount compute from the record's fields", () => {
+    const headers = own([
+      ["ce_id", Buffer.from("id-1")],
+      ["é", [Buffer.from("a"), null, "bc"]],
+      ["__proto__", "x"],
+      ["empty", []],
+    ]);
+    const record = toRecord("t", 0, message(headers));
+    // The same fields without the carried values (a plain object literal of them).
+    const plain: KafkaRecord = {
+      topic: record.topic,
+      partition: record.partition,
+      offset: record.offset,
+      timestamp: record.timestamp,
+      key: record.key,
+      value: record.value,
+      headers: record.headers,
+    };
+    expect(recordBytes(record)).toBe(recordBytes(plain));
+    expect(headerCount(record)).toBe(headerCount(plain));
+    // k + vv + ce_id(5)+id-1(4) + é(2)×3 + a + bc + __proto__(9)+x
+    expect(recordBytes(record)).toBe(3 + 9 + 6 + 1 + 2 + 10);
+    expect(headerCount(record)).toBe(5);
   });
 });
