@@ -18,7 +18,7 @@ import { createKafka } from "../kafka/client.js";
 import type { FailureContext } from "../kafka/securityFailure.js";
 import type { OauthBearerProvider } from "../kafkaSecurity.js";
 import { DeadLetterPublisher } from "../kafka/deadLetterPublisher.js";
-import { KafkaFeed } from "../kafka/kafkaFeed.js";
+import { KafkaFeed, type FetchLimits } from "../kafka/kafkaFeed.js";
 import { withBindings } from "../logger.js";
 import { createMetrics, initialiseMetrics, type Metrics } from "../metrics/metrics.js";
 import { startHttpServer, type HttpServer, type Readiness } from "../metrics/server.js";
@@ -30,6 +30,7 @@ import { DeadLetterForwarder } from "./deadLetterForwarder.js";
 import { EventIdGauge } from "./eventIdGauge.js";
 import { LagMonitor } from "./lagMonitor.js";
 import { MemoryBudget } from "./memoryBudget.js";
+import type { MemoryPlan } from "./memoryPlan.js";
 import { Member, type WorkerSettings } from "./member.js";
 import { MemberEvents, type TransactionCommitted } from "./memberEvents.js";
 import { observeMetrics } from "./metricsObserver.js";
@@ -210,10 +211,7 @@ export class ConsumerService {
       concurrently: config.partitionsConsumedConcurrently,
       caps: { maxBatchBytes: config.maxBatchBytes, maxBatchRecords: config.maxBatchRecords },
       apply: (plan, assignedPartitions) => {
-        this.feed?.setFetchLimits({
-          maxBytesPerPartition: plan.fetchBytesPerPartition,
-          maxBytes: plan.fetchMaxBytes,
-        });
+        this.feed?.setFetchLimits(fetchLimitsOf(plan));
         this.events.emit("memoryPlanned", { ...plan, assignedPartitions });
       },
     });
@@ -246,7 +244,7 @@ export class ConsumerService {
       sessionTimeoutMs: config.sessionTimeoutMs,
       heartbeatIntervalMs: config.heartbeatIntervalMs,
       partitionsConsumedConcurrently: config.partitionsConsumedConcurrently,
-      fetchLimits: { maxBytesPerPartition: plan.fetchBytesPerPartition, maxBytes: plan.fetchMaxBytes },
+      fetchLimits: fetchLimitsOf(plan),
       log: this.log,
     });
     this.feed = feed;
@@ -595,6 +593,15 @@ function addTotals(totals: Totals, event: TransactionCommitted): void {
   totals.applied += result.applied;
   totals.duplicates += result.duplicates.offset + result.duplicates.event_id;
   totals.deadLettered += result.deadLettered.length;
+}
+
+/** The feed's fetch limits of a memory plan. */
+function fetchLimitsOf(plan: MemoryPlan): FetchLimits {
+  return {
+    maxBytesPerPartition: plan.fetchBytesPerPartition,
+    maxBytes: plan.fetchMaxBytes,
+    maxBytesPerPartitionBelowFloor: plan.replayFetchBytesPerPartition,
+  };
 }
 
 /** The public {@link BatchCommitted} of a member event. */

@@ -18,8 +18,13 @@
  *   `max.partition.fetch.bytes` default, and at REPLAYABLE_MAX_BATCH_BYTES when the operator set it;
  *   it is at least {@link MIN_FETCH_BYTES}. The broker returns the first record batch of a fetch
  *   whole even when it is larger than either limit (KIP-74), so a large record is never stuck.
- * - The fetch response is capped at the fetch size times the partitions (so it never binds before
- *   the per-partition size does) and at 50 MiB, Java's `fetch.max.bytes` default.
+ * - A partition fetched below its decode floor (a replay below the cached checkpoint: KafkaJS
+ *   patch 009 does not decode those record batches, and the engine holds only their offsets and
+ *   counts) costs about its wire bytes, the response buffer, while the fetch is decoded: its fetch
+ *   size is the budget's share per held batch without the Node overhead,
+ *   `budget / (partitions × (held + 1))`, within the same caps.
+ * - The fetch response is capped at the larger fetch size times the partitions (so it never binds
+ *   before the per-partition sizes do) and at 50 MiB, Java's `fetch.max.bytes` default.
  * - A transaction applies a whole fetch, and with more partitions than transaction slots the
  *   partition's prefetched batch too when it arrived while the transaction waited for a slot
  *   (partitionWorker.ts, "absorbs"): its bytes bound is {@link transactionFetches} fetch sizes. It
@@ -83,6 +88,8 @@ export interface MemoryPlanInput {
 export interface MemoryPlan {
   /** KafkaJS `maxBytesPerPartition`, bytes. */
   readonly fetchBytesPerPartition: number;
+  /** The fetch size of a partition fetched below its decode floor (KafkaJS patch 009), bytes; at least `fetchBytesPerPartition`. */
+  readonly replayFetchBytesPerPartition: number;
   /** KafkaJS `maxBytes`: the whole fetch response, bytes. */
   readonly fetchMaxBytes: number;
   /** The most records of one transaction. */
@@ -112,7 +119,12 @@ export function planMemory(input: MemoryPlanInput): MemoryPlan {
     Math.min(MIN_FETCH_BYTES, cap),
     Math.min(cap, Math.floor(fair / 1024) * 1024),
   );
-  const fetchMaxBytes = Math.min(JAVA_FETCH_MAX_BYTES, fetchBytesPerPartition * partitions);
+  const replayFair = Math.floor(input.budgetBytes / (partitions * held));
+  const replayFetchBytesPerPartition = Math.max(
+    fetchBytesPerPartition,
+    Math.min(cap, Math.floor(replayFair / 1024) * 1024),
+  );
+  const fetchMaxBytes = Math.min(JAVA_FETCH_MAX_BYTES, replayFetchBytesPerPartition * partitions);
   const msPerRecord = input.observed?.msPerRecord;
   const byLatency =
     msPerRecord === undefined || msPerRecord <= 0
@@ -127,7 +139,13 @@ export function planMemory(input: MemoryPlanInput): MemoryPlan {
     fetchBytesPerPartition * perTransaction,
     input.caps.maxBatchBytes ?? Infinity,
   );
-  return { fetchBytesPerPartition, fetchMaxBytes, transactionMaxRecords, transactionMaxBytes };
+  return {
+    fetchBytesPerPartition,
+    replayFetchBytesPerPartition,
+    fetchMaxBytes,
+    transactionMaxRecords,
+    transactionMaxBytes,
+  };
 }
 
 /**

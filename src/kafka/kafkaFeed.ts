@@ -24,6 +24,11 @@ import { toRecord } from "./toRecord.js";
 export interface FetchLimits {
   readonly maxBytesPerPartition: number;
   readonly maxBytes: number;
+  /**
+   * The fetch size of a partition fetched below its decode floor (a replay: KafkaJS patch 009
+   * does not decode those record batches), bytes; `maxBytesPerPartition` when absent.
+   */
+  readonly maxBytesPerPartitionBelowFloor?: number;
 }
 
 /** Options for {@link KafkaFeed}. */
@@ -138,6 +143,9 @@ export class KafkaFeed implements Feed {
         restartOnFailure: () => Promise.resolve(!this.stopRequested),
       },
     });
+    // KafkaJS's consumer options have no fetch size below the decode floor (patch 009): set it here.
+    if (options.fetchLimits.maxBytesPerPartitionBelowFloor !== undefined)
+      this.setFetchLimits(options.fetchLimits);
     this.commits = new OffsetCommits({
       consumer: this.consumer,
       log: options.log,

@@ -93,9 +93,9 @@ describe("planMemory: the fetch size per partition", () => {
 });
 
 describe("planMemory: the fetch response", () => {
-  it("is the fetch size times the partitions, at most 50 MiB (Java's fetch.max.bytes)", () => {
+  it("is the larger fetch size (below the decode floor) times the partitions, at most 50 MiB (Java's fetch.max.bytes)", () => {
     const plan = planMemory(input());
-    expect(plan.fetchMaxBytes).toBe(plan.fetchBytesPerPartition * 6);
+    expect(plan.fetchMaxBytes).toBe(plan.replayFetchBytesPerPartition * 6);
     const huge = planMemory(
       input({
         budgetBytes: 16384 * MiB,
@@ -186,5 +186,28 @@ describe("MemoryBudget", () => {
     b.observe({ records: 100, bytes: 0, transactionMs: undefined });
     b.observe({ records: 0, bytes: 0, transactionMs: 3 });
     expect(applied).toHaveLength(1);
+  });
+});
+
+describe("planMemory: the fetch size below the decode floor (a replay, KafkaJS patch 009)", () => {
+  it("shares the budget per held batch without Node's per-record overhead, within the 1 MiB cap", () => {
+    const plan = planMemory(
+      input({ budgetBytes: 32 * MiB, observed: { bytesPerRecord: 200, msPerRecord: 0.02 } }),
+    );
+    // 32 MiB / (6 partitions × 3 held): 1.78 MiB, capped at Java's 1 MiB; records of 200 bytes
+    // cost 7× their wire bytes when decoded, so the decoded fetch size is far smaller.
+    expect(plan.replayFetchBytesPerPartition).toBe(JAVA_MAX_PARTITION_FETCH_BYTES);
+    expect(plan.fetchBytesPerPartition).toBeLessThan(plan.replayFetchBytesPerPartition / 2);
+    // The response cap never binds before the per-partition sizes do.
+    expect(plan.fetchMaxBytes).toBe(6 * JAVA_MAX_PARTITION_FETCH_BYTES);
+  });
+
+  it("stays within the budget with many partitions, the operator's cap, and never below the decoded fetch size", () => {
+    const many = planMemory(input({ budgetBytes: 32 * MiB, assignedPartitions: 64 }));
+    expect(many.replayFetchBytesPerPartition * 64 * 3).toBeLessThanOrEqual(32 * MiB);
+    const capped = planMemory(input({ caps: { maxBatchBytes: 65_536 } }));
+    expect(capped.replayFetchBytesPerPartition).toBe(65_536);
+    const tiny = planMemory(input({ budgetBytes: 4 * MiB, assignedPartitions: 512 }));
+    expect(tiny.replayFetchBytesPerPartition).toBe(tiny.fetchBytesPerPartition);
   });
 });
