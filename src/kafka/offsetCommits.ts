@@ -37,6 +37,13 @@ interface PendingCommit {
   attempts: number;
 }
 
+/** A commit waiting behind the partition's commit in flight, not sent yet; later ones join it. */
+interface QueuedCommit {
+  /** The offset to send (the latest asked) and the generation; read when the request is sent. */
+  readonly entry: { offset: string; readonly generation: number };
+  readonly result: Promise<CommitResult>;
+}
+
 /** Options of {@link OffsetCommits}. */
 export interface OffsetCommitsOptions {
   /** Sends one OffsetCommit with the ids given (KafkaJS patch 006). */
@@ -53,6 +60,8 @@ export interface OffsetCommitsOptions {
 export class OffsetCommits {
   /** Per partition: its commits in flight, chained in order (settles, never rejects). */
   private readonly chains = new Map<PartitionKey, Promise<void>>();
+  /** Per partition: the commit queued behind the one in flight, not sent yet. */
+  private readonly queued = new Map<PartitionKey, QueuedCommit>();
   /** Per partition: a failed commit to retry. */
   private readonly pending = new Map<PartitionKey, PendingCommit>();
   private retryTimer: NodeJS.Timeout | undefined;
@@ -95,7 +104,23 @@ export class OffsetCommits {
    */
   commit(tp: TopicPartition, nextOffset: string, generation: number): Promise<CommitResult> {
     const key = partitionKey(tp.topic, tp.partition);
-    return this.inOrder(key, () => this.commitWithRetries(key, nextOffset, generation));
+    if (!this.chains.has(key))
+      return this.inOrder(key, () => this.commitWithRetries(key, nextOffset, generation));
+    // A commit is in flight: this one waits. Commits asked meanwhile of the same generation are
+    // sent as one request of the last offset, which covers them all (a replay's fast path asks for
+    // one per fetched batch, faster than the coordinator answers); each caller gets its result.
+    const waiting = this.queued.get(key);
+    if (waiting !== undefined && waiting.entry.generation === generation) {
+      if (BigInt(nextOffset) > BigInt(waiting.entry.offset)) waiting.entry.offset = nextOffset;
+      return waiting.result;
+    }
+    const entry: { offset: string; readonly generation: number } = { offset: nextOffset, generation };
+    const result = this.inOrder(key, () => {
+      if (this.queued.get(key)?.entry === entry) this.queued.delete(key);
+      return this.commitWithRetries(key, entry.offset, generation);
+    });
+    this.queued.set(key, { entry, result });
+    return result;
   }
 
   /**

@@ -51,6 +51,20 @@ describe("OffsetCommits", () => {
     expect(sent).toEqual(["0@10"]);
   });
 
+  it("sends the commits asked while one is in flight as one request of the latest offset, and answers each", async () => {
+    let release!: () => void;
+    const { commits, sent } = setup([() => new Promise<void>((resolve) => (release = resolve))]);
+    const first = commits.commit(tp, "10", 1);
+    await vi.waitFor(() => expect(release).toBeTypeOf("function"));
+    const waiting = [commits.commit(tp, "20", 1), commits.commit(tp, "40", 1), commits.commit(tp, "30", 1)];
+    const other = commits.commit({ topic: "t", partition: 1 }, "5", 1);
+    release();
+    expect(await Promise.all([first, ...waiting, other])).toEqual(Array(5).fill("committed"));
+    // 20 and 30 are covered by 40, and an offset never goes back; the other partition's own.
+    expect(sent.filter((c) => c.startsWith("0@"))).toEqual(["0@10", "0@40"]);
+    expect(sent.filter((c) => c.startsWith("1@"))).toEqual(["1@5"]);
+  });
+
   it("lands a partition's commits in the order asked, even when the first is slow", async () => {
     const { commits, sent } = setup([() => new Promise((resolve) => setTimeout(resolve, 50))]);
     const results = await Promise.all([commits.commit(tp, "10", 1), commits.commit(tp, "20", 1)]);
