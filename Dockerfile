@@ -1,6 +1,6 @@
 # The replayable CLI and service (`docker compose` builds it; see compose.yaml and docs/compose.md).
 # Build: npm ci, compile to dist/, drop dev dependencies. Run: node bin/replayable.js <command>.
-FROM node:20-bookworm-slim AS build
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 # npm ci's postinstall applies patches/ to KafkaJS (patches/README.md).
@@ -13,7 +13,7 @@ COPY src ./src
 COPY drizzle ./drizzle
 RUN npm run build && npm prune --omit=dev --no-audit --no-fund
 
-FROM node:20-bookworm-slim
+FROM node:24-bookworm-slim
 ENV NODE_ENV=production
 WORKDIR /app
 COPY --from=build /app/package.json /app/package-lock.json ./

@@ -10,7 +10,7 @@ FAULTS_KAFKA = KAFKA_NODES=3 KAFKA_CLUSTER_PORT=29092 KAFKA_CLUSTER_CONTROLLER_P
 SOAK_KAFKA = KAFKA_NODES=3 KAFKA_CLUSTER_PORT=39092 KAFKA_CLUSTER_CONTROLLER_PORT=39192 \
   KAFKA_CLUSTER_INTERNAL_PORT=39292 KAFKA_CLUSTER_ADVERTISED_PORT=39392 KAFKA_CLUSTER_DATA_DIR=.data/kafka-soak
 
-.PHONY: help install up down pg prometheus migrate build typecheck lint test test-unit test-int test-cluster test-security test-faults soak demo bench clean
+.PHONY: help install up down pg prometheus migrate build typecheck lint test test-unit test-int test-cluster test-security test-faults test-smoke soak demo bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -69,6 +69,13 @@ test-faults: install pg ## silent, reset and slow connections to PostgreSQL and 
 	npm run test:faults
 
 test: lint typecheck test-unit test-int test-cluster test-security test-faults ## lint, typecheck, unit, integration, cluster, security and fault tests (starts the stack)
+
+# What CI runs on the Node.js lines besides the one of the whole suite (.ci/run, README "Supported
+# Node.js versions"): PATH="$$(scripts/node-lines.sh 22):$$PATH" make test-smoke
+test-smoke: up ## on the node first in PATH: the unit tests and one end-to-end integration test (dedupe, replay)
+	node --version
+	npm run test:unit
+	npx vitest run --project integration test/integration/engine/dedupeKeys.test.ts
 
 soak: install pg ## randomized faults against a model of the ledger (SOAK_SECONDS, default 600; SOAK_SEED); its own three-broker cluster
 	@$(SOAK_KAFKA) scripts/kafka/kafka.sh up

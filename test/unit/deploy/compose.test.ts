@@ -214,9 +214,10 @@ describe("compose.yaml", () => {
     expect(env("migrate").DATABASE_URL).toBe(e.DATABASE_URL);
   });
 
-  it("builds the service from the Dockerfile: node 20, npm ci, build", () => {
+  it("builds the service from the Dockerfile: node 24 (issue 29), npm ci, build", () => {
     const dockerfile = read("Dockerfile");
-    expect(dockerfile).toMatch(/^FROM node:20\S* AS build$/m);
+    expect(dockerfile).toMatch(/^FROM node:24\S* AS build$/m);
+    expect(dockerfile).not.toMatch(/^FROM node:(?!24)/m);
     expect(dockerfile).toContain("RUN npm ci");
     // npm ci's postinstall applies patches/ (patches/README.md): they must be in the image by then.
     expect(dockerfile.indexOf("COPY patches")).toBeGreaterThan(-1);
