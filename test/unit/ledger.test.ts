@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { PermanentRecordError } from "../../src/errors.js";
 import { ledgerChecksum } from "../../src/projections/ledger/checksum.js";
@@ -52,6 +53,16 @@ describe("decodeLedgerEvent", () => {
 });
 
 describe("generateLedgerStream", () => {
+  it("gives the same records for a seed as it always did (pinned: the benchmarks' and the soak's streams depend on it)", () => {
+    const s = generateLedgerStream({ count: 2000, duplicateRate: 0.1, seed: 7, valueBytes: 300 });
+    expect(createHash("sha256").update(JSON.stringify(s.records)).digest("hex")).toBe(
+      "622d8509328c4ad7f6b0d4a8153543cfba402446f2927b9d395ac595629e02bf",
+    );
+    expect([s.events, s.duplicates]).toEqual([1803, 197]);
+    expect(s.checksum).toBe("eaef4b30135728d58629690ce76acca3d61816ab2810e03fb03765017f010fce");
+    expect(s.everyRecordChecksum).toBe("3706574b95ff2638c034df55ea4f50a53902b02722b58d47e5debc346b825b75");
+  });
+
   it("is deterministic for a seed and counts its duplicates", () => {
     const a = generateLedgerStream({ count: 500, duplicateRate: 0.1, seed: 5 });
     const b = generateLedgerStream({ count: 500, duplicateRate: 0.1, seed: 5 });

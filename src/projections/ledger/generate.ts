@@ -56,82 +56,132 @@ export interface LedgerStream {
 
 /** Generates `count` ledger records, the same for the same options. */
 export function generateLedgerStream(options: LedgerStreamOptions): LedgerStream {
-  const random = seededRandom(options.seed);
-  const accountCount = options.accounts ?? 50;
-  const prefix = options.idPrefix ?? `ledger-${options.seed}-`;
-  const pick = (n: number) => Math.floor(random() * n);
-  const balances = new Map<string, bigint>();
-  const everyRecordBalances = new Map<string, bigint>();
-  // Per record: the account and signed amount of a credit or debit, undefined for an order event.
-  const deltas: ([string, bigint] | undefined)[] = [];
-  const credit = (into: Map<string, bigint>, [account, delta]: [string, bigint]) =>
-    into.set(account, (into.get(account) ?? 0n) + delta);
-  const orders = new Map<string, "paid" | "shipped">();
-  const records: OutgoingRecord[] = [];
-  const unshipped: string[] = [];
-  let events = 0;
-  let duplicates = 0;
-  let orderSeq = 0;
-  const baseTime = Date.UTC(2026, 0, 1);
-
-  const toRecord = (n: number, key: string, event: LedgerEvent) =>
-    ledgerRecord(`${prefix}${n}`, key, event, options.valueBytes);
-
-  while (records.length < options.count) {
-    if (records.length > 0 && random() < options.duplicateRate) {
-      const resent = pick(records.length);
-      records.push(records[resent]!);
-      deltas.push(deltas[resent]);
-      if (deltas[resent] !== undefined) credit(everyRecordBalances, deltas[resent]);
-      duplicates += 1;
+  const stream = new StreamBuilder(options);
+  while (stream.records.length < options.count) {
+    if (stream.records.length > 0 && stream.random() < options.duplicateRate) {
+      stream.resendAnEarlierRecord();
       continue;
     }
-    deltas.push(undefined);
-    const n = events++;
-    const roll = random();
-    if (roll < 0.6 || orderSeq === 0) {
-      const account = `acc-${pick(accountCount)}`;
-      const credited = roll < 0.4 || orderSeq === 0;
-      const amount = 1 + pick(100_000);
-      const delta: [string, bigint] = [account, BigInt(credited ? amount : -amount)];
-      credit(balances, delta);
-      credit(everyRecordBalances, delta);
-      deltas[deltas.length - 1] = delta;
-      records.push(
-        toRecord(n, account, {
-          type: credited ? "ledger.account.credited" : "ledger.account.debited",
-          account,
-          amount,
-        }),
-      );
-      if (orderSeq === 0) orderSeq = 1;
-    } else if (roll < 0.85 || unshipped.length === 0) {
-      const order = `ord-${options.seed}-${orderSeq++}`;
-      orders.set(order, "paid");
-      unshipped.push(order);
-      const account = `acc-${pick(accountCount)}`;
-      records.push(
-        toRecord(n, order, { type: "ledger.order.paid", order, account, amount: 1 + pick(50_000) }),
-      );
-    } else {
-      const order = unshipped.splice(pick(unshipped.length), 1)[0]!;
-      orders.set(order, "shipped");
-      records.push(
-        toRecord(n, order, { type: "ledger.order.shipped", order, shippedAt: new Date(baseTime + n * 1000) }),
-      );
-    }
+    const roll = stream.random();
+    if (roll < 0.6 || stream.noOrderYet) stream.creditOrDebit(roll < 0.4 || stream.noOrderYet);
+    else if (roll < 0.85 || !stream.hasUnshippedOrder) stream.payAnOrder();
+    else stream.shipAnOrder();
   }
-  const expected = { balances, orders };
-  const everyRecordExpected = { balances: everyRecordBalances, orders };
-  return {
-    records,
-    events,
-    duplicates,
-    expected,
-    checksum: ledgerChecksum(expected),
-    everyRecordExpected,
-    everyRecordChecksum: ledgerChecksum(everyRecordExpected),
-  };
+  return stream.result();
+}
+
+/**
+ * The state {@link generateLedgerStream} keeps while it writes records: the records, what applying
+ * each distinct event once gives, and what applying every record gives. Each step draws from the
+ * seeded random source in a fixed order, so a seed always gives the same stream.
+ */
+class StreamBuilder {
+  readonly random: () => number;
+  readonly records: OutgoingRecord[] = [];
+  private readonly accountCount: number;
+  private readonly prefix: string;
+  private readonly balances = new Map<string, bigint>();
+  private readonly everyRecordBalances = new Map<string, bigint>();
+  /** Per record: the account and signed amount of a credit or debit, undefined for an order event. */
+  private readonly deltas: ([string, bigint] | undefined)[] = [];
+  private readonly orders = new Map<string, "paid" | "shipped">();
+  private readonly unshipped: string[] = [];
+  private events = 0;
+  private duplicates = 0;
+  private orderSeq = 0;
+  private readonly baseTime = Date.UTC(2026, 0, 1);
+
+  constructor(private readonly options: LedgerStreamOptions) {
+    this.random = seededRandom(options.seed);
+    this.accountCount = options.accounts ?? 50;
+    this.prefix = options.idPrefix ?? `ledger-${options.seed}-`;
+  }
+
+  /** True until the first credit made the order numbers start (the stream begins with a credit). */
+  get noOrderYet(): boolean {
+    return this.orderSeq === 0;
+  }
+
+  get hasUnshippedOrder(): boolean {
+    return this.unshipped.length > 0;
+  }
+
+  /** A producer's retry: an earlier record again, same bytes; it counts again only by offset. */
+  resendAnEarlierRecord(): void {
+    const resent = this.pick(this.records.length);
+    this.records.push(this.records[resent]!);
+    const delta = this.deltas[resent];
+    this.deltas.push(delta);
+    if (delta !== undefined) addTo(this.everyRecordBalances, delta);
+    this.duplicates += 1;
+  }
+
+  /** A credit (`credited`) or a debit of a random account. */
+  creditOrDebit(credited: boolean): void {
+    const n = this.newEvent();
+    const account = `acc-${this.pick(this.accountCount)}`;
+    const amount = 1 + this.pick(100_000);
+    const delta: [string, bigint] = [account, BigInt(credited ? amount : -amount)];
+    addTo(this.balances, delta);
+    addTo(this.everyRecordBalances, delta);
+    this.deltas[this.deltas.length - 1] = delta;
+    const type = credited ? "ledger.account.credited" : "ledger.account.debited";
+    this.records.push(this.record(n, account, { type, account, amount }));
+    if (this.orderSeq === 0) this.orderSeq = 1;
+  }
+
+  /** A new order, paid by a random account. */
+  payAnOrder(): void {
+    const n = this.newEvent();
+    const order = `ord-${this.options.seed}-${this.orderSeq++}`;
+    this.orders.set(order, "paid");
+    this.unshipped.push(order);
+    const account = `acc-${this.pick(this.accountCount)}`;
+    const amount = 1 + this.pick(50_000);
+    this.records.push(this.record(n, order, { type: "ledger.order.paid", order, account, amount }));
+  }
+
+  /** A random paid order, shipped. */
+  shipAnOrder(): void {
+    const n = this.newEvent();
+    const order = this.unshipped.splice(this.pick(this.unshipped.length), 1)[0]!;
+    this.orders.set(order, "shipped");
+    const shippedAt = new Date(this.baseTime + n * 1000);
+    this.records.push(this.record(n, order, { type: "ledger.order.shipped", order, shippedAt }));
+  }
+
+  result(): LedgerStream {
+    const { records, events, duplicates, balances, everyRecordBalances, orders } = this;
+    const expected = { balances, orders };
+    const everyRecordExpected = { balances: everyRecordBalances, orders };
+    return {
+      records,
+      events,
+      duplicates,
+      expected,
+      checksum: ledgerChecksum(expected),
+      everyRecordExpected,
+      everyRecordChecksum: ledgerChecksum(everyRecordExpected),
+    };
+  }
+
+  /** The next event's number; its record is not a re-send. */
+  private newEvent(): number {
+    this.deltas.push(undefined);
+    return this.events++;
+  }
+
+  private pick(n: number): number {
+    return Math.floor(this.random() * n);
+  }
+
+  private record(n: number, key: string, event: LedgerEvent): OutgoingRecord {
+    return ledgerRecord(`${this.prefix}${n}`, key, event, this.options.valueBytes);
+  }
+}
+
+function addTo(balances: Map<string, bigint>, [account, delta]: [string, bigint]): void {
+  balances.set(account, (balances.get(account) ?? 0n) + delta);
 }
 
 /**
