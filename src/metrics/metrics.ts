@@ -41,17 +41,32 @@ const SECONDS_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5
  */
 export function createMetrics(options: { registry?: Registry; processMetrics?: boolean } = {}): Metrics {
   const registry = options.registry ?? new Registry();
-  if (options.processMetrics !== false) {
-    collectDefaultMetrics({ register: registry, prefix: "replayable_" });
-    // Gauges named like counters (promtool: "non-counter metrics should not have _total suffix");
-    // the same numbers are the sum of replayable_nodejs_active_{handles,requests,resources}{type}.
-    for (const name of ["active_handles_total", "active_requests_total", "active_resources_total"]) {
-      registry.removeSingleMetric(`replayable_nodejs_${name}`);
-    }
-  }
+  if (options.processMetrics !== false) registerProcessMetrics(registry);
   const registers = [registry];
   return {
     registry,
+    ...recordMetrics(registers),
+    ...transactionMetrics(registers),
+    ...partitionMetrics(registers),
+    ...memoryPlanMetrics(registers),
+  };
+}
+
+/** Node's process metrics (prom-client's default metrics) as `replayable_process_*` and `replayable_nodejs_*`. */
+function registerProcessMetrics(registry: Registry): void {
+  collectDefaultMetrics({ register: registry, prefix: "replayable_" });
+  // Gauges named like counters (promtool: "non-counter metrics should not have _total suffix");
+  // the same numbers are the sum of replayable_nodejs_active_{handles,requests,resources}{type}.
+  for (const name of ["active_handles_total", "active_requests_total", "active_resources_total"]) {
+    registry.removeSingleMetric(`replayable_nodejs_${name}`);
+  }
+}
+
+/** The records: applied, duplicates by dedupe key, dead-lettered, and dead letters published. */
+function recordMetrics(
+  registers: Registry[],
+): Pick<Metrics, "duplicates" | "applied" | "deadLettered" | "dlqPublishes"> {
+  return {
     duplicates: new Counter({
       name: "replayable_duplicates_total",
       help: "Records whose dedupe key was already recorded for this projection: effect skipped.",
@@ -70,6 +85,20 @@ export function createMetrics(options: { registry?: Registry; processMetrics?: b
       labelNames: ["topic", "code"] as const,
       registers,
     }),
+    dlqPublishes: new Counter({
+      name: "replayable_dlq_publishes_total",
+      help: "Dead letters published to REPLAYABLE_DLQ_TOPIC after COMMIT, by result (published, failed); the database row stays the source of truth.",
+      labelNames: ["result"] as const,
+      registers,
+    }),
+  };
+}
+
+/** The transactions and their offset commits: durations, retries, commit results. */
+function transactionMetrics(
+  registers: Registry[],
+): Pick<Metrics, "batchDuration" | "transactionDuration" | "transactionRetries" | "offsetCommits"> {
+  return {
     batchDuration: new Histogram({
       name: "replayable_batch_duration_seconds",
       help: "Time to process one transaction's worth of a partition's records: transaction, offset commit and heartbeat.",
@@ -96,6 +125,24 @@ export function createMetrics(options: { registry?: Registry; processMetrics?: b
       labelNames: ["result"] as const,
       registers,
     }),
+  };
+}
+
+/** Each assigned partition (lag, checkpoint, its gap to the committed offset, stalls) and the member's group (rebalances, partitions assigned and paused, event ids recorded). */
+function partitionMetrics(
+  registers: Registry[],
+): Pick<
+  Metrics,
+  | "lag"
+  | "checkpoint"
+  | "checkpointCommitGap"
+  | "partitionStalled"
+  | "rebalances"
+  | "assignedPartitions"
+  | "pausedPartitions"
+  | "eventIds"
+> {
+  return {
     lag: new Gauge({
       name: "replayable_consumer_lag_records",
       help: "High watermark minus the next offset to process, per assigned partition.",
@@ -130,23 +177,28 @@ export function createMetrics(options: { registry?: Registry; processMetrics?: b
       help: "Partitions currently assigned to this member.",
       registers,
     }),
+    pausedPartitions: new Gauge({
+      name: "replayable_paused_partitions",
+      help: "Partitions paused because their transaction keeps failing transiently (e.g. PostgreSQL down); each resumes after its back-off.",
+      registers,
+    }),
     eventIds: new Gauge({
       name: "replayable_event_ids",
       help: "Rows in replayable.processed_events per projection: counted at start and every minute, plus this member's inserts since.",
       labelNames: ["projection"] as const,
       registers,
     }),
-    pausedPartitions: new Gauge({
-      name: "replayable_paused_partitions",
-      help: "Partitions paused because their transaction keeps failing transiently (e.g. PostgreSQL down); each resumes after its back-off.",
-      registers,
-    }),
-    dlqPublishes: new Counter({
-      name: "replayable_dlq_publishes_total",
-      help: "Dead letters published to REPLAYABLE_DLQ_TOPIC after COMMIT, by result (published, failed); the database row stays the source of truth.",
-      labelNames: ["result"] as const,
-      registers,
-    }),
+  };
+}
+
+/** The memory plan's sizes (docs/design.md "The memory budget"). */
+function memoryPlanMetrics(
+  registers: Registry[],
+): Pick<
+  Metrics,
+  "fetchBytesPerPartition" | "fetchMaxBytes" | "transactionMaxRecords" | "transactionMaxBytes"
+> {
+  return {
     fetchBytesPerPartition: new Gauge({
       name: "replayable_fetch_bytes_per_partition",
       help: "The memory plan's fetch size per partition (KafkaJS maxBytesPerPartition), bytes: REPLAYABLE_MEMORY_BUDGET_BYTES shared by the assigned partitions.",
