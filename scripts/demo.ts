@@ -502,7 +502,18 @@ async function checksums(): Promise<Map<string, Checksums>> {
 
 // ---------------------------------------------------------------- the demo
 
+/** The demo, step by step; each step prints what it did and checks what it claims. */
 async function demo(admin: KafkaAdmin): Promise<void> {
+  printIntro();
+  await createDatabaseAndTopics(admin);
+  const first = await consumeOnce(admin);
+  const before = await checkFirstRun(first);
+  await replayFromEarliest(admin, first, before);
+  await blueGreen(admin, streams[0]!);
+}
+
+/** What the demo does, in three lines. */
+function printIntro(): void {
   process.stdout.write(
     `replayable demo: ${GITHUB_FILE} (real GitHub events) and a synthetic ledger stream,\n` +
       `each consumed by a consumer group of ${MEMBERS} \`replayable run\` processes, then replayed from the earliest offset;\n` +
@@ -510,8 +521,12 @@ async function demo(admin: KafkaAdmin): Promise<void> {
       `  database ${DEMO_DATABASE} (dropped and created), topics ${streams.map((s) => s.topic).join(", ")}\n` +
       `  member logs in ${relative(ROOT, logDir)}/\n\n`,
   );
+}
+
+/** The demo's database (github's version 1 included) and its two topics. */
+async function createDatabaseAndTopics(admin: KafkaAdmin): Promise<void> {
   await recreateDatabase();
-  const [github, ledger] = streams as [Stream, Stream];
+  const [github] = streams as [Stream, Stream];
   // github is versioned: migrate creates its version 1 (schema github_v1, views in schema github),
   // whose group is `<--group>-v1`.
   await cli([
@@ -529,9 +544,19 @@ async function demo(admin: KafkaAdmin): Promise<void> {
   );
   for (const s of streams) await admin.createTopic(s.topic, PARTITIONS);
   step(`topics created with ${PARTITIONS} partitions each`);
+}
 
+/** The members of the first run and their counters after it. */
+interface FirstRun {
+  readonly members: Member[];
+  readonly counts: MemberCounts[];
+}
+
+/** The first run: the members join, both streams are produced, the groups reach lag 0. */
+async function consumeOnce(admin: KafkaAdmin): Promise<FirstRun> {
+  const [github, ledger] = streams as [Stream, Stream];
   // First run: the members join first, then the records arrive.
-  let members = startMembers(1);
+  const members = startMembers(1);
   await groupsFormed(admin, members);
   step(`consumer groups formed: ${members.map((m) => `${m.name} (:${m.port})`).join(", ")}`);
 
@@ -596,15 +621,22 @@ async function demo(admin: KafkaAdmin): Promise<void> {
   ).catch(() => undefined);
   step("lag 0 on every partition of both topics");
 
+  return { members, counts };
+}
+
+/**
+ * The derived tables and the members' counters after the first run, checked against what was
+ * produced and against the file; returns the tables' checksums.
+ */
+async function checkFirstRun(first: FirstRun): Promise<Map<string, Checksums>> {
+  const { members, counts } = first;
   const db = drizzleOf(pool);
   process.stdout.write("\nDerived tables after the first run\n");
   const githubState = await printTables(db);
   process.stdout.write("\nMembers, from each process's /metrics\n");
   printMembers(members, counts);
-  const run1 = new Map<Stream, MemberCounts[]>();
   for (const s of streams) {
     const c = counts.filter((_, i) => members[i]!.stream === s);
-    run1.set(s, c);
     check(
       total(c, "applied") === s.events,
       `${s.projection}: applied ${total(c, "applied")} = ${s.events} events produced`,
@@ -651,10 +683,19 @@ async function demo(admin: KafkaAdmin): Promise<void> {
     );
   }
 
+  return before;
+}
+
+/** The replay: the groups stopped, reset to the earliest offsets, run again; nothing may change. */
+async function replayFromEarliest(
+  admin: KafkaAdmin,
+  first: FirstRun,
+  before: Map<string, Checksums>,
+): Promise<void> {
   // Replay: stop the group, reset it to the earliest offsets, run it again.
   process.stdout.write("\nReplay\n");
-  await stopMembers(members);
-  step(`stopped the ${members.length} members (SIGTERM)`);
+  await stopMembers(first.members);
+  step(`stopped the ${first.members.length} members (SIGTERM)`);
   for (const s of streams) {
     await waitUntil(
       `group ${s.group} to be empty`,
@@ -679,13 +720,14 @@ async function demo(admin: KafkaAdmin): Promise<void> {
   step(
     `\`replayable replay --to-earliest --execute\` reset both groups: ${streams.map((s) => `${reread.get(s)} ${s.projection} records`).join(" and ")} to re-read`,
   );
-  members = startMembers(2);
+  const members = startMembers(2);
   // Every member joins before the lag is awaited (as in the first run): on a loaded machine
   // starting four processes took most of the lag's wait; and a member that would join after the
   // other one has re-read everything must still join before it is stopped.
   await groupsFormed(admin, members);
   for (const s of streams)
     await waitUntil(`lag 0 on ${s.topic} after the reset`, () => caughtUp(admin, s), members);
+  let counts: MemberCounts[] = [];
   await waitUntil(
     "the duplicate counters to reach the records re-read",
     async () => {
@@ -718,7 +760,7 @@ async function demo(admin: KafkaAdmin): Promise<void> {
   ]);
   for (const s of streams) {
     const c = counts.filter((_, i) => members[i]!.stream === s);
-    const r1 = run1.get(s)!;
+    const r1 = first.counts.filter((_, i) => first.members[i]!.stream === s);
     const dupBefore = total(r1, "duplicatesEventId") + total(r1, "duplicatesOffset");
     const dupRun2 = total(c, "duplicatesEventId") + total(c, "duplicatesOffset");
     // Every record handed to a member is applied, a duplicate or dead-lettered; more than the
@@ -739,8 +781,6 @@ async function demo(admin: KafkaAdmin): Promise<void> {
   }
   await stopMembers(members);
   step(`stopped the ${members.length} members (SIGTERM)`);
-
-  await blueGreen(admin, github);
 }
 
 // ---------------------------------------------------------------- blue/green rebuild of github
