@@ -4,13 +4,11 @@
  * projection's topics is left unread (a re-send among them needs the id). A dry run unless --execute.
  */
 import { Command } from "commander";
-import { createPool } from "../../db/pool.js";
 import { checkDatabase } from "../../db/startupCheck.js";
 import { prune, type PruneResult } from "../../replay/prune.js";
 import {
   action,
   outputOption,
-  cliAdmin,
   cliLogger,
   configFrom,
   intFlag,
@@ -19,6 +17,7 @@ import {
   withConnectionOptions,
   type ConnectionFlags,
 } from "../common.js";
+import { withCommandResources } from "../commandResources.js";
 import { commandTarget } from "../commandTarget.js";
 import {
   resolveVersionTarget,
@@ -81,34 +80,28 @@ async function pruneAction(flags: PruneFlags): Promise<void> {
   const waitMs = intFlag("--wait-ms", flags.waitMs, 0, 86_400_000, DEFAULT_WAIT_MS);
   const log = cliLogger(config);
   await checkDatabase(config.databaseUrl, flags.execute === true ? ["prune"] : []);
-  const pool = createPool({ connectionString: config.databaseUrl, max: 1 });
-  try {
+  await withCommandResources(async (open) => {
+    const pool = open.pool(config, 1);
     const group = flags.group ?? process.env.REPLAYABLE_GROUP_ID;
     const target = await resolveVersionTarget(pool, registered, flags.version, group, config.groupId);
-    const admin = await cliAdmin(config, log, {
+    const admin = await open.admin(config, log, {
       groupId: target.groupId,
       groupOperation: "Describe",
       topics: config.topics,
       topicOperations: ["Describe"],
     });
-    try {
-      const result = await prune({
-        admin,
-        pool,
-        projection: target.projection,
-        groupId: target.groupId,
-        topics: config.topics,
-        execute: flags.execute === true,
-        waitMs,
-        log,
-      });
-      report(result, flags.execute === true, flags.output, target);
-    } finally {
-      await admin.close();
-    }
-  } finally {
-    await pool.end();
-  }
+    const result = await prune({
+      admin,
+      pool,
+      projection: target.projection,
+      groupId: target.groupId,
+      topics: config.topics,
+      execute: flags.execute === true,
+      waitMs,
+      log,
+    });
+    report(result, flags.execute === true, flags.output, target);
+  });
 }
 
 function report(

@@ -4,7 +4,6 @@
  * an audit row into replayable.rebuilds. A dry run unless --execute.
  */
 import { Command } from "commander";
-import { createPool } from "../../db/pool.js";
 import { checkDatabase } from "../../db/startupCheck.js";
 import { rebuild, type RebuildOutcome } from "../../replay/rebuild.js";
 import { ReplayableError } from "../../errors.js";
@@ -18,7 +17,6 @@ import { runProjection } from "../runProjection.js";
 import {
   action,
   outputOption,
-  cliAdmin,
   cliLogger,
   configFrom,
   printJson,
@@ -30,6 +28,7 @@ import {
   type ConnectionFlags,
   type MetricsServerFlags,
 } from "../common.js";
+import { withCommandResources } from "../commandResources.js";
 
 interface RebuildFlags extends ConnectionFlags, MetricsServerFlags {
   projection?: string;
@@ -104,26 +103,24 @@ async function rebuildAction(flags: RebuildFlags): Promise<void> {
     );
   const log = cliLogger(config);
   await checkDatabase(config.databaseUrl, flags.execute === true ? ["rebuild"] : [], projection.tables);
-  const admin = await cliAdmin(config, log, {
-    groupId: config.groupId,
-    groupOperation: flags.execute === true ? "Read" : "Describe",
-    topics: config.topics,
-    topicOperations: [flags.execute === true ? "Read" : "Describe", "DescribeConfigs"],
-  });
-  const pool = createPool({ connectionString: config.databaseUrl, max: 2 });
-  const options = { admin, pool, projection, groupId: config.groupId, topics: config.topics, log };
   const doIt = { execute: flags.execute === true, force: flags.force === true };
-  let created: number | undefined;
-  try {
-    if (flags.blueGreen === true) {
-      const outcome = await blueGreenRebuild({ ...options, ...doIt });
-      reportBlueGreen(outcome, flags.output, runsAfter);
-      if (outcome.kind === "executed" && runsAfter) created = outcome.plan.version;
-    } else report(await rebuild({ ...options, ...doIt }), flags.output);
-  } finally {
-    await admin.close();
-    await pool.end();
-  }
+  const created = await withCommandResources(async (open): Promise<number | undefined> => {
+    const admin = await open.admin(config, log, {
+      groupId: config.groupId,
+      groupOperation: flags.execute === true ? "Read" : "Describe",
+      topics: config.topics,
+      topicOperations: [flags.execute === true ? "Read" : "Describe", "DescribeConfigs"],
+    });
+    const pool = open.pool(config, 2);
+    const options = { admin, pool, projection, groupId: config.groupId, topics: config.topics, log };
+    if (flags.blueGreen !== true) {
+      report(await rebuild({ ...options, ...doIt }), flags.output);
+      return undefined;
+    }
+    const outcome = await blueGreenRebuild({ ...options, ...doIt });
+    reportBlueGreen(outcome, flags.output, runsAfter);
+    return outcome.kind === "executed" && runsAfter ? outcome.plan.version : undefined;
+  });
   // After the rebuild's own connections are closed.
   if (created !== undefined) await runCreated(setup, projection, created);
 }

@@ -4,7 +4,6 @@
  * what the next `run` re-reads as duplicates, applies for the first time, or skips for good.
  */
 import { Command } from "commander";
-import { createPool } from "../../db/pool.js";
 import { checkDatabase } from "../../db/startupCheck.js";
 import { ReplayableError } from "../../errors.js";
 import type { PartitionPlan } from "../../replay/planReset.js";
@@ -14,7 +13,6 @@ import { parseTopicArgs } from "../../replay/topicPartitions.js";
 import {
   action,
   outputOption,
-  cliAdmin,
   cliLogger,
   configFrom,
   printJson,
@@ -22,6 +20,7 @@ import {
   withConnectionOptions,
   type ConnectionFlags,
 } from "../common.js";
+import { withCommandResources } from "../commandResources.js";
 import { commandTarget } from "../commandTarget.js";
 import {
   resolveVersionTarget,
@@ -102,33 +101,27 @@ async function replayAction(flags: ReplayFlags): Promise<void> {
   const group = flags.group ?? (process.env.REPLAYABLE_GROUP_ID || undefined);
   const log = cliLogger(config);
   await checkDatabase(config.databaseUrl, []);
-  const pool = createPool({ connectionString: config.databaseUrl, max: 2 });
-  try {
+  await withCommandResources(async (open) => {
+    const pool = open.pool(config, 2);
     const target = await resolveVersionTarget(pool, registered, flags.version, group, chosen.groupId);
-    const admin = await cliAdmin(config, log, {
+    const admin = await open.admin(config, log, {
       groupId: target.groupId,
       groupOperation: flags.execute === true ? "Read" : "Describe",
       topics: scope.topics?.map((t) => t.topic) ?? [],
       topicOperations: [flags.execute === true ? "Read" : "Describe"],
     });
-    try {
-      const outcome = await replay({
-        admin,
-        pool,
-        groupId: target.groupId,
-        projection: target.projection.name,
-        scope,
-        spec,
-        execute: flags.execute === true,
-        log,
-      });
-      report(outcome, flags.output, target);
-    } finally {
-      await admin.close();
-    }
-  } finally {
-    await pool.end();
-  }
+    const outcome = await replay({
+      admin,
+      pool,
+      groupId: target.groupId,
+      projection: target.projection.name,
+      scope,
+      spec,
+      execute: flags.execute === true,
+      log,
+    });
+    report(outcome, flags.output, target);
+  });
 }
 
 function report(outcome: ReplayOutcome, output: "table" | "json", target: VersionTarget): void {

@@ -2,7 +2,6 @@
 import { Command } from "commander";
 import type pg from "pg";
 import type { Config } from "../../config.js";
-import { createPool } from "../../db/pool.js";
 import { checkDatabase } from "../../db/startupCheck.js";
 import type { KafkaAdmin } from "../../kafka/admin.js";
 import { committedOffsetOrNone, compareOffsets, offsetDistance } from "../../offsets.js";
@@ -22,7 +21,6 @@ import { commandTarget } from "../commandTarget.js";
 import {
   action,
   outputOption,
-  cliAdmin,
   cliLogger,
   configFrom,
   printJson,
@@ -30,6 +28,7 @@ import {
   withConnectionOptions,
   type ConnectionFlags,
 } from "../common.js";
+import { withCommandResources } from "../commandResources.js";
 
 interface StatusFlags extends ConnectionFlags {
   projection?: string;
@@ -115,14 +114,14 @@ async function statusAction(flags: StatusFlags): Promise<void> {
   const { projection } = commandTarget(setup, { group: flags.group, uses: ["group"] });
   const log = cliLogger(config);
   await checkDatabase(config.databaseUrl, []);
-  const admin = await cliAdmin(config, log, {
-    groupId: config.groupId,
-    groupOperation: "Describe",
-    topics: config.topics,
-    topicOperations: ["Describe"],
-  });
-  const pool = createPool({ connectionString: config.databaseUrl, max: 1 });
-  try {
+  await withCommandResources(async (open) => {
+    const admin = await open.admin(config, log, {
+      groupId: config.groupId,
+      groupOperation: "Describe",
+      topics: config.topics,
+      topicOperations: ["Describe"],
+    });
+    const pool = open.pool(config, 1);
     if (projection.versioned === true) {
       await printVersionsStatus(admin, pool, projection, config, flags.output);
       return;
@@ -135,10 +134,7 @@ async function statusAction(flags: StatusFlags): Promise<void> {
       printTable(rows as unknown as Record<string, string | number>[]);
       for (const warning of warnings) process.stdout.write(`WARNING: ${terminalSafe(warning)}\n`);
     }
-  } finally {
-    await admin.close();
-    await pool.end();
-  }
+  });
 }
 
 /**
