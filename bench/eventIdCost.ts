@@ -28,7 +28,7 @@ import type { KafkaRecord } from "../src/record.js";
 import { insertEventIds, type EventIdRow } from "../src/sql/insertEventIds.js";
 import { lockCheckpoint } from "../src/sql/lockCheckpoint.js";
 import { advanceCheckpoint } from "../src/sql/advanceCheckpoint.js";
-import { formatTable } from "../src/textTable.js";
+import { formatTable } from "../src/text/textTable.js";
 import { VARIANTS, type Batch, type Variant } from "./eventIdVariants.js";
 
 /** Clock ticks per second of /proc/<pid>/stat (USER_HZ). */

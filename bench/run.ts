@@ -58,7 +58,7 @@ import {
   type TargetInput,
   type TargetResult,
 } from "./targets.js";
-import { formatTable, recordRows } from "../src/textTable.js";
+import { formatTable, recordRows } from "../src/text/textTable.js";
 
 interface Flags {
   count: string;

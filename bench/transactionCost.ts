@@ -25,7 +25,7 @@ import { ledgerProjection } from "../src/projections/ledger/ledgerProjection.js"
 import type { LedgerEvent } from "../src/projections/ledger/events.js";
 import type { Projection } from "../src/projection.js";
 import type { KafkaRecord } from "../src/record.js";
-import { formatTable } from "../src/textTable.js";
+import { formatTable } from "../src/text/textTable.js";
 
 const TOPIC = "bench-ledger-txcost";
 

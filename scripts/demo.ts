@@ -36,7 +36,7 @@ import { createLogger } from "../src/logger.js";
 import { offsetDistance } from "../src/offsets.js";
 import { readGithubState, type GithubState } from "../src/projections/github/checksum.js";
 import { readLedgerState } from "../src/projections/ledger/checksum.js";
-import { formatTable } from "../src/textTable.js";
+import { formatTable } from "../src/text/textTable.js";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 const BIN = join(ROOT, "bin", "replayable.js");

@@ -11,13 +11,18 @@ import {
   SECURITY_PROTOCOLS,
   type KafkaSecurity,
   type OauthBearerProvider,
-} from "./kafkaSecurity.js";
+} from "./kafka/securityConfig.js";
 import { LOG_FORMATS, type LogFormat } from "./logger.js";
 import { DEFAULT_MAX_RECORD_HEADERS } from "./record.js";
-import { readPemFiles, type SettingProblem } from "./pemFiles.js";
-import { fileVariable, readSecretFiles, SECRET_SETTINGS } from "./secretFiles.js";
-import { redactUrlPassword, registerEnvSecrets, registerSecret, registerUrlSecret } from "./secrets.js";
-import { closest } from "./suggest.js";
+import { readPemFiles, type SettingProblem } from "./secrets/pemFiles.js";
+import { fileVariable, readSecretFiles, SECRET_SETTINGS } from "./secrets/secretFiles.js";
+import {
+  redactUrlPassword,
+  registerEnvSecrets,
+  registerSecret,
+  registerUrlSecret,
+} from "./secrets/secrets.js";
+import { closest } from "./text/suggest.js";
 
 const HOST_PORT = /^[^\s:,]+:\d{1,5}$/;
 const TOPIC = /^[a-zA-Z0-9._-]{1,249}$/;

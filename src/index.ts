@@ -23,7 +23,7 @@ export type {
   OauthBearerToken,
   SaslMechanism,
   SecurityProtocol,
-} from "./kafkaSecurity.js";
+} from "./kafka/securityConfig.js";
 export { migrate, type MigrateOptions, type MigratingProjection } from "./db/migrate.js";
 export {
   ConsumerService,

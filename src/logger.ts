@@ -4,7 +4,7 @@
  */
 import { pino, stdSerializers, type DestinationStream, type Logger } from "pino";
 import { prettyFactory } from "pino-pretty";
-import { scrubLogLine } from "./secrets.js";
+import { scrubLogLine } from "./secrets/secrets.js";
 
 /** The values of LOG_FORMAT: one JSON object per line, or readable lines (pino-pretty). */
 export const LOG_FORMATS = ["json", "pretty"] as const;

@@ -8,7 +8,7 @@ import { basename } from "node:path";
 import type { Config } from "../config.js";
 import type { Projection } from "../projection.js";
 import type { RegisteredProjection } from "../projections/registry.js";
-import { terminalSafe } from "../terminalText.js";
+import { terminalSafe } from "../text/terminalText.js";
 import type { CliSetup, SettingSource } from "./common.js";
 
 /** The projection, group and topics a command acts on. */

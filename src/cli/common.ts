@@ -15,10 +15,10 @@ import { createKafka } from "../kafka/client.js";
 import { kafkaSecurityFailure, type FailureContext, type TopicOperation } from "../kafka/securityFailure.js";
 import { createLogger, stderrDestination, type Logger } from "../logger.js";
 import { ProjectionRegistry, type RegisteredProjection } from "../projections/registry.js";
-import { scrubSecrets, urlPasswordSpan } from "../secrets.js";
+import { scrubSecrets, urlPasswordSpan } from "../secrets/secrets.js";
 import { missingTables } from "../sql/tableExists.js";
-import { terminalSafe } from "../terminalText.js";
-import { formatTable, recordRows } from "../textTable.js";
+import { terminalSafe } from "../text/terminalText.js";
+import { formatTable, recordRows } from "../text/textTable.js";
 
 /** Flags every command that talks to Kafka or PostgreSQL takes (each overrides its variable). */
 export interface ConnectionFlags {

@@ -1,9 +1,9 @@
 /** How `replayable dead-letters` prints dead letters and reads its time flags. */
 import { ReplayableError } from "../errors.js";
 import { isUtf8 } from "../engine/dedupeKeys.js";
-import { scrubSecrets } from "../secrets.js";
+import { scrubSecrets } from "../secrets/secrets.js";
 import type { DeadLetter } from "../sql/selectDeadLetters.js";
-import { terminalSafe } from "../terminalText.js";
+import { terminalSafe } from "../text/terminalText.js";
 
 /** Bytes as printed: UTF-8 text when the bytes are valid UTF-8, else base64; null stays null. */
 export interface BytesView {

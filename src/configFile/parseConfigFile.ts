@@ -9,14 +9,14 @@ import { z } from "zod";
 import type { ConfigVariable, FileSettings } from "../config.js";
 import type { RegisteredProjection } from "../projections/registry.js";
 import type { Projection } from "../projection.js";
-import { closest } from "../suggest.js";
+import { closest } from "../text/suggest.js";
 import { versionedTableProblems } from "../versions/versionNames.js";
 import {
   DECLARATION_KINDS,
   projectionFromDeclaration,
   type ProjectionDeclaration,
 } from "./projectionFromDeclaration.js";
-import type { OauthBearerProvider } from "../kafkaSecurity.js";
+import type { OauthBearerProvider } from "../kafka/securityConfig.js";
 import {
   OAUTH_BEARER_PROVIDER_SETTING,
   SETTING_VARIABLES,

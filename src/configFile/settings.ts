@@ -4,7 +4,7 @@
  * `kafkaBrokers`). The README's "Configuration" table lists them.
  */
 import type { ConfigVariable } from "../config.js";
-import type { OauthBearerProvider } from "../kafkaSecurity.js";
+import type { OauthBearerProvider } from "../kafka/securityConfig.js";
 
 /** Each config-file setting and the environment variable it stands for. */
 export const SETTING_VARIABLES = {

@@ -27,7 +27,7 @@ import type pg from "pg";
 import { drizzle } from "drizzle-orm/node-postgres";
 import { migrate as drizzleMigrate } from "drizzle-orm/node-postgres/migrator";
 import { ReplayableError, errorMessage } from "../errors.js";
-import { packageRoot } from "../packageRoot.js";
+import { packageRoot } from "../support/packageRoot.js";
 import { advisoryLock, advisoryUnlock, MIGRATION_LOCK } from "../sql/advisoryLocks.js";
 import { missingTables } from "../sql/tableExists.js";
 import { ensureFirstVersion, refuseFirstVersionBlocked } from "../versions/firstVersion.js";

@@ -11,8 +11,8 @@ import { createPrivateKey } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type { ConnectionOptions } from "node:tls";
 import { ReplayableError } from "../errors.js";
-import { registerSecret } from "../secrets.js";
-import { unreadableFileReason } from "../unreadableFile.js";
+import { registerSecret } from "../secrets/secrets.js";
+import { unreadableFileReason } from "../secrets/unreadableFile.js";
 
 /** libpq's `sslmode` values. */
 export const SSL_MODES = ["disable", "allow", "prefer", "require", "verify-ca", "verify-full"] as const;

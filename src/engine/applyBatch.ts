@@ -7,7 +7,7 @@ import type pg from "pg";
 import type { Logger } from "pino";
 import { ReplayableError, type ErrorCode } from "../errors.js";
 import { withTransaction } from "../db/withTransaction.js";
-import { failpoint } from "../failpoints.js";
+import { failpoint } from "../support/failpoints.js";
 import { compareOffsets, nextOffset, parseOffset } from "../offsets.js";
 import type { DuplicateKeyKind, Projection } from "../projection.js";
 import type { KafkaRecord } from "../record.js";

@@ -15,10 +15,10 @@ import {
   recordErrorMessage,
   type ErrorCode,
 } from "../errors.js";
-import { failpoint } from "../failpoints.js";
+import { failpoint } from "../support/failpoints.js";
 import type { ApplyContext, DecodedRecord, DuplicateKeyKind, Projection } from "../projection.js";
 import { DEFAULT_MAX_RECORD_HEADERS, headerCount, recordBytes, type KafkaRecord } from "../record.js";
-import { scrubSecrets } from "../secrets.js";
+import { scrubSecrets } from "../secrets/secrets.js";
 import { insertEventIds, type SeenEventId } from "../sql/insertEventIds.js";
 import { extractEventId, valueDigest } from "./dedupeKeys.js";
 

@@ -16,7 +16,7 @@ import { KafkaAdmin } from "../kafka/admin.js";
 import { checkKafkaAccess } from "../kafka/accessCheck.js";
 import { createKafka } from "../kafka/client.js";
 import type { FailureContext } from "../kafka/securityFailure.js";
-import type { OauthBearerProvider } from "../kafkaSecurity.js";
+import type { OauthBearerProvider } from "../kafka/securityConfig.js";
 import { DeadLetterPublisher } from "../kafka/deadLetterPublisher.js";
 import { KafkaFeed, type FetchLimits } from "../kafka/kafkaFeed.js";
 import { withBindings } from "../logger.js";

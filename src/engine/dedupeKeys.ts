@@ -1,7 +1,7 @@
 /** Extracting the event id a projection dedupes by, from a header or a JSON field (docs/design.md "dedupe key"). */
 import { isUtf8 as bufferIsUtf8 } from "node:buffer";
 import { createHash, hash } from "node:crypto";
-import { unstorableTextReason } from "../text.js";
+import { unstorableTextReason } from "../text/text.js";
 import { PermanentRecordError } from "../errors.js";
 import type { DedupeKey } from "../projection.js";
 import { headerValues, type KafkaRecord } from "../record.js";

@@ -49,7 +49,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
 import { ReplayableError, errorMessage, type PgFailureKind, type RetryReason } from "../errors.js";
-import { failpoint } from "../failpoints.js";
+import { failpoint } from "../support/failpoints.js";
 import type { Feed, FetchedBatch } from "../feed.js";
 import { compareOffsets, offsetDistance } from "../offsets.js";
 import { recordBytes, type KafkaRecord } from "../record.js";

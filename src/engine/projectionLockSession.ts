@@ -23,10 +23,10 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type pg from "pg";
 import type { Logger } from "pino";
-import { backoffDelayMs } from "../backoff.js";
+import { backoffDelayMs } from "../support/backoff.js";
 import { ReplayableError, classifyPgError, errorMessage } from "../errors.js";
 import { advisoryUnlock, projectionLock, tryAdvisoryLock } from "../sql/advisoryLocks.js";
-import { failpoint } from "../failpoints.js";
+import { failpoint } from "../support/failpoints.js";
 import { KEEPALIVE_INITIAL_DELAY_MS } from "../db/pool.js";
 import { setServerKeepalives } from "../sql/setServerKeepalives.js";
 import { readRebuildEpoch } from "../sql/lockCheckpoint.js";

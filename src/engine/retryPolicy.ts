@@ -2,7 +2,7 @@
  * The retry policy of a failed batch transaction, as a pure function: what to do after the
  * partition's `attempt`-th failure in a row. The retry timing lives here and nowhere else.
  */
-import { backoffDelayMs } from "../backoff.js";
+import { backoffDelayMs } from "../support/backoff.js";
 import { ReplayableError, classifyPgError, type PgFailureKind, type RetryReason } from "../errors.js";
 
 /**
@@ -43,7 +43,7 @@ export type RetryDecision =
 
 /**
  * Decides after the `attempt`-th consecutive failure (1-based) of a partition's transaction. The
- * delay is exponential in `attempt` with equal jitter ({@link backoffDelayMs}, src/backoff.ts).
+ * delay is exponential in `attempt` with equal jitter ({@link backoffDelayMs}, src/support/backoff.ts).
  * @param random for tests: a source of [0, 1) values.
  */
 export function decide(

@@ -10,7 +10,7 @@ import { connect as tlsConnect } from "node:tls";
 import kafkajs from "kafkajs";
 import type { Logger } from "pino";
 import { ReplayableError } from "../errors.js";
-import type { OauthBearerProvider } from "../kafkaSecurity.js";
+import type { OauthBearerProvider } from "./securityConfig.js";
 import { createKafka } from "./client.js";
 import { listenerSaslMechanisms } from "./saslProbe.js";
 import {

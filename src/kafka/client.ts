@@ -2,8 +2,8 @@
 import { createRequire } from "node:module";
 import { Kafka, logLevel, type LogEntry } from "kafkajs";
 import type { Logger } from "pino";
-import type { KafkaSecurity, OauthBearerProvider } from "../kafkaSecurity.js";
-import { kafkaJsSecurity } from "./security.js";
+import type { KafkaSecurity, OauthBearerProvider } from "./securityConfig.js";
+import { kafkaJsSecurity } from "./kafkajsSecurity.js";
 
 /**
  * The Kafka error types the group coordinator answers while a group rebalances (Kafka protocol

@@ -10,7 +10,7 @@
  */
 import type { Consumer, EachBatchPayload, Kafka } from "kafkajs";
 import type { Logger } from "pino";
-import { backoffDelayMs } from "../backoff.js";
+import { backoffDelayMs } from "../support/backoff.js";
 import { ReplayableError, errorMessage } from "../errors.js";
 import type { CommitResult, Feed, FeedListener, FetchedBatch } from "../feed.js";
 import type { KafkaRecord } from "../record.js";

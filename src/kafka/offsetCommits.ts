@@ -11,9 +11,9 @@
  */
 import type { Consumer } from "kafkajs";
 import type { Logger } from "pino";
-import { backoffDelayMs } from "../backoff.js";
+import { backoffDelayMs } from "../support/backoff.js";
 import type { CommitResult } from "../feed.js";
-import { failpoint } from "../failpoints.js";
+import { failpoint } from "../support/failpoints.js";
 import { partitionKey, topicPartitionOf, type PartitionKey, type TopicPartition } from "../topicPartition.js";
 
 /** Coordinator answers that mean the group rebalanced: the commit is skipped, not failed. */

@@ -5,8 +5,8 @@
  * The words are Kafka's and Node's own (error types and OpenSSL codes), quoted in each message.
  */
 import { ReplayableError, errorMessage } from "../errors.js";
-import type { KafkaSecurity } from "../kafkaSecurity.js";
-import { kafkaPrincipal } from "../kafkaSecurity.js";
+import type { KafkaSecurity } from "./securityConfig.js";
+import { kafkaPrincipal } from "./securityConfig.js";
 
 /** What the failing client was doing, for the messages. */
 export interface FailureContext {

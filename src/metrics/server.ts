@@ -21,7 +21,7 @@ import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
 import type { TLSSocket } from "node:tls";
 import type { Registry } from "prom-client";
-import { scrubSecrets } from "../secrets.js";
+import { scrubSecrets } from "../secrets/secrets.js";
 import { BasicAuth, type BcryptCompare } from "./basicAuth.js";
 import { loadWebConfig, type WebConfig, type WebTls } from "./webConfig.js";
 

@@ -10,8 +10,8 @@ import { createSecureContext } from "node:tls";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { ReplayableError } from "../errors.js";
-import { closest } from "../suggest.js";
-import { unreadableFileReason } from "../unreadableFile.js";
+import { closest } from "../text/suggest.js";
+import { unreadableFileReason } from "../secrets/unreadableFile.js";
 
 /** The setting that names the file. */
 export const WEB_CONFIG_SETTING = "REPLAYABLE_METRICS_WEB_CONFIG_FILE";

@@ -6,7 +6,7 @@
 import type pg from "pg";
 import { join } from "node:path";
 import { ReplayableError } from "../errors.js";
-import { packageRoot } from "../packageRoot.js";
+import { packageRoot } from "../support/packageRoot.js";
 import type { Projection } from "../projection.js";
 import { githubProjection } from "./github/githubProjection.js";
 import { ledgerProjection } from "./ledger/ledgerProjection.js";

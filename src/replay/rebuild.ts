@@ -13,7 +13,7 @@ import { hostname, userInfo } from "node:os";
 import type pg from "pg";
 import { withTransaction } from "../db/withTransaction.js";
 import { ReplayableError, errorMessage } from "../errors.js";
-import { failpoint } from "../failpoints.js";
+import { failpoint } from "../support/failpoints.js";
 import type { GroupMember, KafkaAdmin } from "../kafka/admin.js";
 import type { Logger } from "../logger.js";
 import { offsetDistance, type OffsetString } from "../offsets.js";

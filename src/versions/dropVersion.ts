@@ -17,7 +17,7 @@
  */
 import type pg from "pg";
 import { withTransaction } from "../db/withTransaction.js";
-import { failpoint } from "../failpoints.js";
+import { failpoint } from "../support/failpoints.js";
 import type { CommittedOffset, KafkaAdmin } from "../kafka/admin.js";
 import type { Projection } from "../projection.js";
 import { withExclusiveProjectionLock, projectionLockedMessage } from "../replay/exclusiveLock.js";

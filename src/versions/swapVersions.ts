@@ -16,7 +16,7 @@ import {
   type VersionState,
 } from "../sql/projectionVersions.js";
 import { pointViews, schemaTables, schemaViews } from "../sql/versionViews.js";
-import { failpoint } from "../failpoints.js";
+import { failpoint } from "../support/failpoints.js";
 import { versionSchema } from "./versionNames.js";
 
 /** What {@link swapVersions} switches. */

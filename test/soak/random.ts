@@ -2,13 +2,13 @@
  * The soak's seeded randomness: every choice the soak makes (the ledger stream, which fault, which
  * member or broker, how long) comes from a PRNG seeded by SOAK_SEED, so a failing run's schedule is
  * made again by its seed (TigerBeetle's VOPR, FoundationDB's simulation). The PRNG is the project's
- * own mulberry32 ({@link seededRandom}, src/random.ts), which `produce --seed` uses too.
+ * own mulberry32 ({@link seededRandom}, src/support/random.ts), which `produce --seed` uses too.
  *
  * What a seed does not fix: the timing of the real processes (Kafka, PostgreSQL, the members), so
  * two runs of one seed make the same faults in the same order with the same holds, not the same
  * interleavings. The history file records what did happen.
  */
-import { seededRandom } from "../../src/random.js";
+import { seededRandom } from "../../src/support/random.js";
 
 /** A seeded source of the soak's random choices. */
 export class SoakRandom {

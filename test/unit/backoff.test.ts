@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { backoffDelayMs } from "../../src/backoff.js";
+import { backoffDelayMs } from "../../src/support/backoff.js";
 
 describe("backoffDelayMs", () => {
   it("doubles from the initial delay up to the maximum, with jitter in [base/2, base]", () => {

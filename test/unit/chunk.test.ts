@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { chunkRecords } from "../../src/engine/chunk.js";
-import { backoffDelayMs } from "../../src/backoff.js";
+import { backoffDelayMs } from "../../src/support/backoff.js";
 import type { KafkaRecord } from "../../src/record.js";
 
 const record = (offset: number, bytes: number): KafkaRecord => ({

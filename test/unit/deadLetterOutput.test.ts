@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { bytesView, letterJson, listRow, parseTimeFlag, showText } from "../../src/cli/deadLetterOutput.js";
 import { ReplayableError } from "../../src/errors.js";
-import { clearSecrets, registerSecret } from "../../src/secrets.js";
+import { clearSecrets, registerSecret } from "../../src/secrets/secrets.js";
 import type { DeadLetter } from "../../src/sql/selectDeadLetters.js";
 
 describe("bytesView", () => {

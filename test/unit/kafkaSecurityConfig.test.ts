@@ -10,10 +10,10 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { loadConfig, parseConfig } from "../../src/config.js";
 import { parseConfigFile } from "../../src/configFile/parseConfigFile.js";
 import { ReplayableError } from "../../src/errors.js";
-import { kafkaJsSecurity } from "../../src/kafka/security.js";
-import { kafkaPrincipal } from "../../src/kafkaSecurity.js";
-import { readPemFiles } from "../../src/pemFiles.js";
-import { clearSecrets, scrubSecrets } from "../../src/secrets.js";
+import { kafkaJsSecurity } from "../../src/kafka/kafkajsSecurity.js";
+import { kafkaPrincipal } from "../../src/kafka/securityConfig.js";
+import { readPemFiles } from "../../src/secrets/pemFiles.js";
+import { clearSecrets, scrubSecrets } from "../../src/secrets/secrets.js";
 
 let dir: string;
 /** Certificates made with openssl for these tests: a CA, a client certificate and key signed by it. */

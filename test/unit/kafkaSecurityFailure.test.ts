@@ -9,7 +9,7 @@ import { loadConfig } from "../../src/config.js";
 import { createKafka } from "../../src/kafka/client.js";
 import { parseSaslHandshakeResponse, saslHandshakeRequest } from "../../src/kafka/saslProbe.js";
 import { kafkaSecurityFailure, tlsListener, type FailureContext } from "../../src/kafka/securityFailure.js";
-import type { KafkaSecurity } from "../../src/kafkaSecurity.js";
+import type { KafkaSecurity } from "../../src/kafka/securityConfig.js";
 
 const scram: KafkaSecurity = {
   protocol: "SASL_SSL",

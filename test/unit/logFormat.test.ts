@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config.js";
 import { ReplayableError } from "../../src/errors.js";
 import { createLogger, prettyDestination, resolveLogFormat } from "../../src/logger.js";
-import { registerSecret } from "../../src/secrets.js";
+import { registerSecret } from "../../src/secrets/secrets.js";
 
 describe("the log format", () => {
   it("regression: is readable lines when stderr is a terminal and JSON otherwise, unless LOG_FORMAT says", () => {

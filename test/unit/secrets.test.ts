@@ -7,7 +7,7 @@ import {
   registerUrlSecret,
   scrubLogLine,
   scrubSecrets,
-} from "../../src/secrets.js";
+} from "../../src/secrets/secrets.js";
 
 afterEach(() => clearSecrets());
 

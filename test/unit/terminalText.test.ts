@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { terminalSafe } from "../../src/terminalText.js";
+import { terminalSafe } from "../../src/text/terminalText.js";
 
 describe("terminalSafe (issue 26 item 10)", () => {
   it("escapes C0 controls, DEL, C1 controls and bidi overrides, and keeps other text as it is", () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { formatTable, recordRows } from "../../src/textTable.js";
+import { formatTable, recordRows } from "../../src/text/textTable.js";
 
 describe("formatTable", () => {
   it("aligns columns two spaces apart, as wide as their widest cell, without trailing spaces", () => {

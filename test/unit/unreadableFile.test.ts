@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { expect, it } from "vitest";
-import { unreadableFileReason } from "../../src/unreadableFile.js";
+import { unreadableFileReason } from "../../src/secrets/unreadableFile.js";
 
 const failureOf = (path: string): unknown => {
   try {

@@ -9,7 +9,7 @@ import { Command } from "commander";
 import { ReplayableError } from "../../errors.js";
 import { missingTopicsError } from "../../kafka/missingTopicsError.js";
 import { topicsNotOnCluster } from "../../replay/missingTopics.js";
-import { unreadableFileReason } from "../../unreadableFile.js";
+import { unreadableFileReason } from "../../secrets/unreadableFile.js";
 import { parseRecordLines } from "../recordLines.js";
 import type { Config } from "../../config.js";
 import { createKafka } from "../../kafka/client.js";

@@ -16,7 +16,7 @@ import { selectVersions } from "../../sql/projectionVersions.js";
 import { versionedInstance } from "../../versions/versionNames.js";
 import { readVersionStart } from "../../sql/versionStart.js";
 import { versionProgress, type VersionProgress } from "../../versions/versionProgress.js";
-import { terminalSafe } from "../../terminalText.js";
+import { terminalSafe } from "../../text/terminalText.js";
 import { commandTarget } from "../commandTarget.js";
 import {
   action,

@@ -5,7 +5,7 @@
  * decode validates only the fields the github projection writes.
  */
 import { PermanentRecordError } from "../../errors.js";
-import { silentlyAlteredTextReason } from "../../text.js";
+import { silentlyAlteredTextReason } from "../../text/text.js";
 import { isUtf8 } from "../../engine/dedupeKeys.js";
 import type { KafkaRecord } from "../../record.js";
 

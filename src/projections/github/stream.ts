@@ -3,7 +3,7 @@
  * plus seeded re-sends (the same bytes, so the same `id`, at a later offset) as a producer
  * retrying after a timeout would make them, and what the derived tables must then hold.
  */
-import { seededRandom } from "../../random.js";
+import { seededRandom } from "../../support/random.js";
 import {
   githubChecksum,
   githubStateOf,

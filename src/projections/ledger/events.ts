@@ -2,7 +2,7 @@
  * The ledger's events: CloudEvents 1.0 in binary mode (headers `ce_specversion`, `ce_id`,
  * `ce_source`, `ce_type`; the JSON value is the event data), keyed by account or order id.
  */
-import { silentlyAlteredTextReason } from "../../text.js";
+import { silentlyAlteredTextReason } from "../../text/text.js";
 import { PermanentRecordError } from "../../errors.js";
 import { headerText, type KafkaRecord } from "../../record.js";
 import { isUtf8 } from "../../engine/dedupeKeys.js";

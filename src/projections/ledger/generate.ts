@@ -2,7 +2,7 @@
  * A synthetic, seeded ledger stream for demos, tests and benchmarks, with re-sent duplicates
  * (same `ce_id`, same bytes, a new offset) as a producer retrying after a timeout would make.
  */
-import { seededRandom } from "../../random.js";
+import { seededRandom } from "../../support/random.js";
 import type { LedgerEvent } from "./events.js";
 import { ledgerChecksum, type LedgerState } from "./checksum.js";
 

@@ -4,7 +4,7 @@
  * Checking here, in decode, lets a bad field be dead-lettered with its name instead of failing the
  * statement with a message that names no field.
  */
-import { unstorableTextReason } from "../../text.js";
+import { unstorableTextReason } from "../../text/text.js";
 
 /**
  * The declarable types, by their PostgreSQL names ("Data Types", chapter 8 of the PostgreSQL docs).

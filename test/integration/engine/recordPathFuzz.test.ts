@@ -15,7 +15,7 @@ import { applyBatch } from "../../../src/engine/applyBatch.js";
 import { migrate } from "../../../src/db/migrate.js";
 import { ERROR_CODES } from "../../../src/errors.js";
 import { createLogger } from "../../../src/logger.js";
-import { packageRoot } from "../../../src/packageRoot.js";
+import { packageRoot } from "../../../src/support/packageRoot.js";
 import type { Projection } from "../../../src/projection.js";
 import { githubProjection } from "../../../src/projections/github/githubProjection.js";
 import { ledgerProjection } from "../../../src/projections/ledger/ledgerProjection.js";

@@ -14,7 +14,7 @@ import {
   type UpsertProjectionDeclaration,
 } from "../../../src/projections/upsert/upsertProjectionSpec.js";
 import { validateUpsertProjection } from "../../../src/projections/upsert/validateUpsertProjection.js";
-import { seededRandom } from "../../../src/random.js";
+import { seededRandom } from "../../../src/support/random.js";
 import { replay } from "../../../src/replay/replay.js";
 import { tableChecksums } from "../../../src/sql/tableChecksums.js";
 import { metricOf, runUntilCaughtUp } from "../../helpers/inProcess.js";

@@ -2,7 +2,7 @@ import { generateKeyPairSync } from "node:crypto";
 import { afterEach, describe, expect, it } from "vitest";
 import { postgresTls } from "../../../src/db/postgresTls.js";
 import { ReplayableError } from "../../../src/errors.js";
-import { clearSecrets, registerUrlSecret, scrubSecrets } from "../../../src/secrets.js";
+import { clearSecrets, registerUrlSecret, scrubSecrets } from "../../../src/secrets/secrets.js";
 
 afterEach(() => clearSecrets());
 

@@ -3,7 +3,7 @@ import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { applyRecords } from "../../../src/engine/applyRecords.js";
 import type { Projection } from "../../../src/projection.js";
-import { clearSecrets, registerSecret } from "../../../src/secrets.js";
+import { clearSecrets, registerSecret } from "../../../src/secrets/secrets.js";
 
 /**
  * Issue 26 item 6: a dead letter's error message is stored, shown by `dead-letters list/show` and

@@ -5,7 +5,7 @@
 import type { ConnectionOptions } from "node:tls";
 import type { SASLOptions } from "kafkajs";
 import { ReplayableError } from "../errors.js";
-import type { KafkaSecurity, OauthBearerProvider } from "../kafkaSecurity.js";
+import type { KafkaSecurity, OauthBearerProvider } from "./securityConfig.js";
 
 /** KafkaJS's `ssl` and `sasl` client options. */
 export interface KafkaJsSecurity {

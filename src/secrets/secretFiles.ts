@@ -5,7 +5,7 @@
  * secret (secrets.ts) so no log, error or HTTP answer shows it.
  */
 import { readFileSync } from "node:fs";
-import { errorMessage } from "./errors.js";
+import { errorMessage } from "../errors.js";
 import { registerSecret } from "./secrets.js";
 
 /**

@@ -13,7 +13,7 @@ let longestFirst: string[] = [];
 
 /**
  * Environment variables whose value is a secret of this process: libpq's PGPASSWORD and the
- * settings that hold one (src/secretFiles.ts registers their NAME_FILE forms). Another program's
+ * settings that hold one (src/secrets/secretFiles.ts registers their NAME_FILE forms). Another program's
  * `APP_SECRET=0` or `POSTGRES_PASSWORD=postgres` is not ours to hide: hiding it would garble every
  * line that holds a 0 or the word postgres.
  */

@@ -2,7 +2,7 @@
  * Kafka connection security as configured (KAFKA_SECURITY_PROTOCOL, KAFKA_SASL_*, KAFKA_SSL_*),
  * named after Kafka's own client settings (`security.protocol`, `sasl.mechanism`,
  * `ssl.ca.location`... in librdkafka). Plain data, checked and read once at start-up by
- * config.ts; src/kafka/security.ts turns it into KafkaJS's `ssl` and `sasl` options.
+ * config.ts; src/kafka/kafkajsSecurity.ts turns it into KafkaJS's `ssl` and `sasl` options.
  */
 
 /** Kafka's `security.protocol` values. */

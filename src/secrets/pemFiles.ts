@@ -6,8 +6,8 @@
  */
 import { createPrivateKey, X509Certificate, type KeyObject } from "node:crypto";
 import { readFileSync } from "node:fs";
-import { errorMessage } from "./errors.js";
-import type { PemFile } from "./kafkaSecurity.js";
+import { errorMessage } from "../errors.js";
+import type { PemFile } from "../kafka/securityConfig.js";
 import { registerSecret } from "./secrets.js";
 
 /** A problem with one setting, without any secret in it. */
