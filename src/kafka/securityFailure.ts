@@ -38,9 +38,14 @@ const UNTRUSTED = new Set([
   "CERT_SIGNATURE_FAILURE",
 ]);
 
-/** TLS alerts a broker sends when it refuses the client's certificate. */
+/**
+ * TLS alerts a broker sends when it refuses the client's certificate. Node names them after
+ * OpenSSL's reason: OpenSSL 3.0 (Node 20, 22) says `sslv3 alert bad certificate`
+ * (ERR_SSL_SSLV3_ALERT_BAD_CERTIFICATE), OpenSSL 3.2 and later (Node 24, 26) `ssl/tls alert bad
+ * certificate` (ERR_SSL_SSL/TLS_ALERT_BAD_CERTIFICATE); both are matched.
+ */
 const CLIENT_CERTIFICATE_REFUSED =
-  /^ERR_SSL_(?:SSLV3_ALERT_BAD_CERTIFICATE|TLSV1_ALERT_UNKNOWN_CA|SSLV3_ALERT_CERTIFICATE_EXPIRED|SSLV3_ALERT_CERTIFICATE_UNKNOWN|TLSV1_ALERT_ACCESS_DENIED|TLSV1_ALERT_DECRYPT_ERROR|SSLV3_ALERT_UNSUPPORTED_CERTIFICATE)$/;
+  /^ERR_SSL_(?:(?:SSLV3|TLSV1|SSL\/TLS|SSL_TLS)_ALERT_(?:BAD_CERTIFICATE|UNKNOWN_CA|CERTIFICATE_EXPIRED|CERTIFICATE_UNKNOWN|ACCESS_DENIED|DECRYPT_ERROR|UNSUPPORTED_CERTIFICATE))$/;
 
 /** Kafka's authorization error types and the resource each one is about. */
 const AUTHORIZATION_FAILED: Readonly<Record<string, string>> = {

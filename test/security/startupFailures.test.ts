@@ -125,7 +125,7 @@ describe("start-up errors, exit 2", () => {
     });
     expect(result.code, result.stderr).toBe(2);
     expect(result.stderr).toMatch(
-      /requires a client certificate \(ERR_SSL_[A-Z0-9_]+\): set KAFKA_SSL_CERTIFICATE_LOCATION and KAFKA_SSL_KEY_LOCATION/,
+      /requires a client certificate \(ERR_SSL_[A-Z0-9_/]+\): set KAFKA_SSL_CERTIFICATE_LOCATION and KAFKA_SSL_KEY_LOCATION/,
     );
   });
 

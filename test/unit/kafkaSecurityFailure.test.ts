@@ -63,6 +63,8 @@ describe("kafkaSecurityFailure", () => {
     ["ERR_TLS_CERT_ALTNAME_INVALID", "set KAFKA_SSL_ENDPOINT_IDENTIFICATION_ALGORITHM=none"],
     ["ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED", "requires a client certificate"],
     ["ERR_SSL_SSLV3_ALERT_BAD_CERTIFICATE", "requires a client certificate"],
+    // OpenSSL 3.2+ (Node.js 24 and 26) names the same alert "ssl/tls alert bad certificate".
+    ["ERR_SSL_SSL/TLS_ALERT_BAD_CERTIFICATE", "requires a client certificate"],
     [
       "ERR_SSL_WRONG_VERSION_NUMBER",
       "does not speak TLS, but KAFKA_SECURITY_PROTOCOL=SASL_SSL: set KAFKA_SECURITY_PROTOCOL=SASL_PLAINTEXT",
