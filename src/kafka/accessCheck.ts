@@ -15,6 +15,7 @@ import { createKafka } from "./client.js";
 import { listenerSaslMechanisms } from "./saslProbe.js";
 import {
   kafkaSecurityFailure,
+  missingTopicOperation,
   plaintextListener,
   tlsListener,
   type FailureContext,
@@ -25,7 +26,7 @@ export interface AccessCheck extends FailureContext {
   readonly clientId: string;
   readonly log: Logger;
   readonly oauthBearerProvider?: OauthBearerProvider | undefined;
-  /** A topic the command writes to (the DLQ topic), checked for Describe; Write is named. */
+  /** A topic the command writes to (the DLQ topic), checked for Describe and Write (KIP-430). */
   readonly writeTopic?: string | undefined;
 }
 
@@ -58,8 +59,7 @@ export async function checkKafkaAccess(check: AccessCheck): Promise<void> {
   }
   try {
     for (const topic of check.topics ?? []) await topicAccess(admin, topic, check);
-    if (check.writeTopic !== undefined)
-      await topicAccess(admin, check.writeTopic, { ...check, topicOperations: ["Write"] });
+    if (check.writeTopic !== undefined) await writeAccess(admin, check.writeTopic, check);
     if (check.topicOperations?.includes("DescribeConfigs") === true && (check.topics?.length ?? 0) > 0)
       await describeConfigs(admin, check);
     if (check.groupId !== undefined) {
@@ -122,6 +122,37 @@ type Admin = ReturnType<ReturnType<typeof createKafka>["admin"]>;
 
 async function topicAccess(admin: Admin, topic: string, check: FailureContext): Promise<void> {
   await admin.fetchTopicMetadata({ topics: [topic] }).catch(fail({ ...check, topics: [topic] }));
+}
+
+/** ACL operation codes (Kafka's AclOperation, as KafkaJS's AclOperationTypes): bit n of a KIP-430 field. */
+const WRITE_OPERATION = 4;
+/** What Kafka puts in a KIP-430 field it was not asked for, or cannot fill. */
+const OPERATIONS_OMITTED = -2147483648;
+
+/**
+ * `topic` may be described, and written to: its authorized operations (Metadata v8, KIP-430) hold
+ * Write. A broker without Metadata v8 leaves Write to the first publish (logged at debug).
+ * @throws ReplayableError KAFKA_AUTHORIZATION naming the ACL to grant.
+ */
+async function writeAccess(
+  admin: Admin,
+  topic: string,
+  check: FailureContext & { log: Logger },
+): Promise<void> {
+  const context = { ...check, topics: [topic], topicOperations: ["Write"] as const };
+  await topicAccess(admin, topic, context);
+  const answer = await admin.fetchTopicAuthorizedOperations({ topics: [topic] }).catch((error: unknown) => {
+    const failure = kafkaSecurityFailure(error, context);
+    if (failure !== undefined) throw failure;
+    check.log.debug(
+      { err: error, topic },
+      "Kafka did not tell the topic's authorized operations; Write is checked at the first publish",
+    );
+    return undefined;
+  });
+  const operations = answer?.topics.find((t) => t.name === topic)?.authorizedOperations;
+  if (operations === undefined || operations === OPERATIONS_OMITTED) return;
+  if ((operations & (1 << WRITE_OPERATION)) === 0) throw missingTopicOperation(topic, "Write", context);
 }
 
 async function describeConfigs(admin: Admin, check: FailureContext): Promise<void> {

@@ -140,10 +140,34 @@ export function tlsListener(context: FailureContext, mechanisms?: readonly strin
 }
 
 /**
- * The ACL a refused request needs, as `kafka-acls` adds it: Kafka refused `type` (e.g.
- * GROUP_AUTHORIZATION_FAILED) for the context's group, topics or the cluster.
+ * The error for a topic operation missing from the principal's authorized operations (Metadata
+ * v8, KIP-430): the same words and kafka-acls command as for Kafka's TOPIC_AUTHORIZATION_FAILED,
+ * found before any request is refused.
  */
-function authorization(type: string, context: FailureContext, cause: unknown): ReplayableError {
+export function missingTopicOperation(
+  topic: string,
+  operation: TopicOperation,
+  context: FailureContext,
+): ReplayableError {
+  return authorization(
+    "TOPIC_AUTHORIZATION_FAILED",
+    { ...context, topics: [topic], topicOperations: [operation] },
+    undefined,
+    "not among the principal's authorized operations of the topic, KIP-430",
+  );
+}
+
+/**
+ * The ACL a refused request needs, as `kafka-acls` adds it: Kafka refused `type` (e.g.
+ * GROUP_AUTHORIZATION_FAILED) for the context's group, topics or the cluster. `reason` replaces
+ * the error type in the message when no request was refused yet.
+ */
+function authorization(
+  type: string,
+  context: FailureContext,
+  cause: unknown,
+  reason?: string,
+): ReplayableError {
   const resource = AUTHORIZATION_FAILED[type]!;
   const principal = kafkaPrincipal(context.security) ?? "User:<the client's principal>";
   const bootstrap = context.brokers[0] ?? "<broker>";
@@ -164,12 +188,12 @@ function authorization(type: string, context: FailureContext, cause: unknown): R
       : `${resource} ${names.map((n) => `'${n}'`).join(", ") || "(unknown)"}`;
   const selector = resource === "cluster" ? "--cluster" : `--${resource} ${names[0] ?? "<name>"}`;
   const note =
-    resource === "topic"
+    resource === "topic" && reason === undefined
       ? " (Kafka answers the same when a topic does not exist and the principal may not Describe it)"
       : "";
   return new ReplayableError(
     "KAFKA_AUTHORIZATION",
-    `Kafka refused ${operation} on ${what} (${type}) for ${principal}${note}: grant ${operations.length > 1 ? "them" : "it"} with kafka-acls --bootstrap-server ${bootstrap} --add --allow-principal ${principal} ${flags} ${selector}; docs/security.md lists the ACLs each command needs`,
+    `Kafka refused ${operation} on ${what} (${reason ?? type}) for ${principal}${note}: grant ${operations.length > 1 ? "them" : "it"} with kafka-acls --bootstrap-server ${bootstrap} --add --allow-principal ${principal} ${flags} ${selector}; docs/security.md lists the ACLs each command needs`,
     { cause, context: { type, principal, operation, resource, names } },
   );
 }

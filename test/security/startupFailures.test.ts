@@ -182,4 +182,29 @@ describe("start-up errors, exit 2", () => {
     );
     expect(noTopicAcl.stderr).toContain(`--operation Read --topic ${otherTopic}`);
   });
+
+  it("a member whose principal may Describe but not Write its DLQ topic: Write is named at start-up, before the first dead letter", async () => {
+    const admin = await secureAdmin();
+    const db = await createTestDatabase();
+    onTestFinished(() => db.drop());
+    const topic = uniqueName("dlqacl");
+    const dlq = uniqueName("dlqacl-dlq");
+    const group = uniqueName("g");
+    await admin.createTopic(topic, 1);
+    await admin.createTopic(dlq, 1);
+    await grant("User:bob", [
+      { resource: "topic", name: topic, operations: ["READ"] },
+      { resource: "group", name: group, operations: ["READ"] },
+      { resource: "topic", name: dlq, operations: ["DESCRIBE"] },
+    ]);
+    const run = await cli(runArgs(db.url, topic, group), {
+      ...saslEnv("bob"),
+      DATABASE_URL: db.url,
+      REPLAYABLE_DLQ_TOPIC: dlq,
+    });
+    expect(run.code, run.stderr).toBe(2);
+    expect(run.stderr).toContain(
+      `replayable: Kafka refused Write on topic '${dlq}' (not among the principal's authorized operations of the topic, KIP-430) for User:bob: grant it with kafka-acls --bootstrap-server ${SASL_BROKERS} --add --allow-principal User:bob --operation Write --topic ${dlq}`,
+    );
+  });
 });
