@@ -312,6 +312,8 @@ export interface KafkaNeeds {
   readonly groupOperation?: "Read" | "Describe" | "Delete";
   readonly topics?: readonly string[];
   readonly topicOperations?: readonly TopicOperation[];
+  /** Other groups whose committed offsets the command reads (Describe). */
+  readonly describedGroups?: readonly string[];
 }
 
 /** The context of the last Kafka connection a command made: {@link action} names ACLs with it. */
@@ -328,7 +330,12 @@ export async function cliAdmin(config: Config, log: Logger, needs: KafkaNeeds = 
     ...needs,
   };
   kafkaContext = context;
-  await checkKafkaAccess({ ...context, clientId: `${config.kafka.clientId}-cli`, log });
+  await checkKafkaAccess({
+    ...context,
+    describedGroups: needs.describedGroups,
+    clientId: `${config.kafka.clientId}-cli`,
+    log,
+  });
   return KafkaAdmin.connect(cliKafka(config, log));
 }
 

@@ -28,6 +28,11 @@ export interface AccessCheck extends FailureContext {
   readonly oauthBearerProvider?: OauthBearerProvider | undefined;
   /** A topic the command writes to (the DLQ topic), checked for Describe and Write (KIP-430). */
   readonly writeTopic?: string | undefined;
+  /**
+   * Groups besides `groupId` whose committed offsets the command reads (promote and rollback read
+   * both versions' groups), checked for Describe.
+   */
+  readonly describedGroups?: readonly string[] | undefined;
 }
 
 /** How long the TLS probe of a listener waits, ms. */
@@ -58,6 +63,9 @@ export async function checkKafkaAccess(check: AccessCheck): Promise<void> {
     return;
   }
   try {
+    // KafkaJS learns the brokers from a metadata response: without one (no topic to check) the
+    // group coordinator lookup below fails with "No brokers in the broker pool" at retries 0.
+    if ((check.topics?.length ?? 0) === 0) await admin.describeCluster();
     for (const topic of check.topics ?? []) await topicAccess(admin, topic, check);
     if (check.writeTopic !== undefined) await writeAccess(admin, check.writeTopic, check);
     if (check.topicOperations?.includes("DescribeConfigs") === true && (check.topics?.length ?? 0) > 0)
@@ -66,6 +74,11 @@ export async function checkKafkaAccess(check: AccessCheck): Promise<void> {
       await admin
         .fetchOffsets({ groupId: check.groupId, topics: [...(check.topics ?? [])] })
         .catch(fail(check));
+    }
+    for (const groupId of check.describedGroups ?? []) {
+      await admin
+        .fetchOffsets({ groupId, topics: [...(check.topics ?? [])] })
+        .catch(fail({ ...check, groupId, groupOperation: "Describe" }));
     }
   } catch (error) {
     if (error instanceof ReplayableError) throw error;

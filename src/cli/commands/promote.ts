@@ -76,11 +76,14 @@ async function promoteAction(flags: PromoteFlags): Promise<void> {
   const pool = createPool({ connectionString: config.databaseUrl, max: 2 });
   try {
     const { row } = await resolveVersion(pool, projection, version);
+    // The lag and the audit row read both versions' committed offsets: both groups are checked.
+    const live = await resolveVersion(pool, projection);
     const admin = await cliAdmin(config, log, {
       groupId: row.groupId,
       groupOperation: "Describe",
       topics: config.topics,
       topicOperations: ["Describe"],
+      describedGroups: live.row.groupId === row.groupId ? [] : [live.row.groupId],
     });
     try {
       const outcome = await promote({

@@ -6,6 +6,7 @@ import { Command } from "commander";
 import { createPool } from "../../db/pool.js";
 import { rollback } from "../../versions/promote.js";
 import { resolveVersion } from "../../versions/resolveVersion.js";
+import { selectVersions } from "../../sql/projectionVersions.js";
 import {
   action,
   cliAdmin,
@@ -44,10 +45,14 @@ async function rollbackAction(flags: RollbackFlags): Promise<void> {
   const pool = createPool({ connectionString: setup.config.databaseUrl, max: 2 });
   try {
     const live = await resolveVersion(pool, projection);
-    // The audit row records both versions' high watermarks: the live version's group is checked.
+    const retired = (await selectVersions(pool, projection.name))
+      .filter((r) => r.state === "retired")
+      .sort((a, b) => b.version - a.version)[0];
+    // The audit row records both versions' high watermarks: both versions' groups are checked.
     const admin = await cliAdmin(setup.config, cliLogger(setup.config), {
       groupId: live.row.groupId,
       groupOperation: "Describe",
+      describedGroups: retired === undefined ? [] : [retired.groupId],
     });
     try {
       const outcome = await rollback({ admin, pool, projection, lockTimeoutMs });
