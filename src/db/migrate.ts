@@ -30,6 +30,7 @@ import { ReplayableError, errorMessage } from "../errors.js";
 import { packageRoot } from "../support/packageRoot.js";
 import { advisoryLock, advisoryUnlock, MIGRATION_LOCK } from "../sql/advisoryLocks.js";
 import { missingTables } from "../sql/tableExists.js";
+import { convertToVersioned, type Conversion } from "../versions/convertToVersioned.js";
 import { ensureFirstVersion, refuseFirstVersionBlocked } from "../versions/firstVersion.js";
 
 /** The schema that holds every migrations table. */
@@ -73,6 +74,15 @@ export interface MigrateOptions {
    * checks that the plain projections' tables exist) leaves no new version behind.
    */
   readonly beforeVersions?: ((db: pg.ClientBase) => Promise<void>) | undefined;
+  /**
+   * A versioned projection without a version whose schema holds its tables from when it was plain
+   * is converted in place (src/versions/convertToVersioned.ts): version 1 takes those tables, its
+   * dedupe state and its consumer group (`groupId`, default the projection's name). Without it
+   * such a projection is refused, nothing changed.
+   */
+  readonly convertToVersioned?: boolean | undefined;
+  /** Told of each projection converted. */
+  readonly onConverted?: ((conversion: Conversion) => void) | undefined;
 }
 
 /** The migrations table of projection `name` in schema `replayable`. */
@@ -128,7 +138,8 @@ export async function migrate(
       // Checks first, changes after: the versions' views need free names, the plain projections'
       // migrations may make tables other projections need, then versions are created last.
       const versioned = projections.filter((p) => p.versioned === true);
-      for (const projection of versioned) await refuseFirstVersionBlocked(client, projection);
+      if (options.convertToVersioned !== true)
+        for (const projection of versioned) await refuseFirstVersionBlocked(client, projection);
       for (const projection of projections) {
         if (projection.versioned === true || projection.migrationsFolder === undefined) continue;
         await run(
@@ -138,7 +149,14 @@ export async function migrate(
         );
       }
       await options.beforeVersions?.(client);
-      for (const projection of versioned) await ensureFirstVersion(client, projection, options.groupId);
+      for (const projection of versioned) {
+        const conversion =
+          options.convertToVersioned === true
+            ? await convertToVersioned(client, projection, options.groupId)
+            : undefined;
+        if (conversion !== undefined) options.onConverted?.(conversion);
+        else await ensureFirstVersion(client, projection, options.groupId);
+      }
     } finally {
       await advisoryUnlock(client, MIGRATION_LOCK);
     }

@@ -77,8 +77,8 @@ export async function refuseFirstVersionBlocked(
  * Refuses, before anything is created, a stable schema that holds ordinary tables where version 1's
  * views must go: a database set up before the projection was versioned (the shipped github
  * projection's tables of drizzle/github/, or a projection declared without `versioned: true`).
- * Converting them in place is not supported (docs/replay.md "Blue/green rebuild", "Not yet").
- * @throws ReplayableError DATABASE naming the tables and the two fixes (rename the schema, or drop them).
+ * `migrate --convert-to-versioned` converts them in place (src/versions/convertToVersioned.ts).
+ * @throws ReplayableError DATABASE naming the tables and the fixes (convert, rename the schema, or drop them).
  */
 async function refuseTablesInTheWay(
   client: pg.ClientBase,
@@ -94,8 +94,9 @@ async function refuseTablesInTheWay(
     `projection ${name} is versioned (blue/green), but schema ${name} holds the tables ${inTheWay.map((t) => `${name}.${t}`).join(", ")}, ` +
       `where version 1 must create views of the same names: the database was set up before ${name} was versioned ` +
       `(a release whose ${name} projection was not, or a projection declared without versioned: true). ` +
-      `Converting them in place is not supported (docs/replay.md "Blue/green rebuild", "Not yet"); nothing was changed. ` +
-      `Keep them under another name (ALTER SCHEMA ${q(name)} RENAME TO ${q(`${name}_unversioned`)}) or drop them ` +
+      `Nothing was changed. To keep them, with the projection's dedupe state and consumer group, as version 1: stop its members and run ` +
+      `\`replayable migrate --convert-to-versioned\` (docs/replay.md "Converting a plain projection"; add --group <id> if its group is not ${name}). ` +
+      `To start version 1 from the log instead, keep them under another name (ALTER SCHEMA ${q(name)} RENAME TO ${q(`${name}_unversioned`)}) or drop them ` +
       `(DROP TABLE ${inTheWay.map((t) => `${q(name)}.${q(t)}`).join(", ")}), then run \`replayable migrate\` again: ` +
       `it creates version 1 (schema ${versionSchema(name, 1)}, views in schema ${name}), and \`replayable run --projection ${name}\` applies the whole log into it.`,
     { context: { projection: name, tables: inTheWay } },

@@ -11,6 +11,7 @@ import { checkDatabase } from "../../db/startupCheck.js";
 import { ReplayableError } from "../../errors.js";
 import type { RegisteredProjection } from "../../projections/registry.js";
 import { selectVersions } from "../../sql/projectionVersions.js";
+import type { Conversion } from "../../versions/convertToVersioned.js";
 import { describeApplied } from "../../versions/migrationDrift.js";
 import { versionMigrationDrift } from "../../versions/versionMigrations.js";
 import {
@@ -26,6 +27,7 @@ import {
 interface MigrateFlags extends ConnectionFlags {
   projection?: string[];
   group?: string;
+  convertToVersioned?: boolean;
 }
 
 /**
@@ -98,7 +100,11 @@ export function migrateCommand(): Command {
     )
     .option(
       "--group <id>",
-      "consumer group id of version 1 of a versioned projection made now, as <id>-v1 (default: the projection's name)",
+      "consumer group id of version 1 of a versioned projection made now, as <id>-v1 (default: the projection's name); with --convert-to-versioned, the plain projection's group, which version 1 keeps",
+    )
+    .option(
+      "--convert-to-versioned",
+      'make a projection declared versioned: true, whose tables exist from when it was plain, version 1 in place: its tables, dedupe state and consumer group are kept (docs/replay.md "Converting a plain projection")',
     )
     .action(action(migrateAction));
 }
@@ -120,9 +126,25 @@ async function migrateAction(flags: MigrateFlags): Promise<void> {
   const { config } = setup;
   const log = cliLogger(config);
   const projections = projectionsToMigrate(setup, flags.projection);
+  const converted: Conversion[] = [];
   await migrateAndCheck(config.databaseUrl, projections, setup.configFile, {
     groupId: flags.group === undefined ? undefined : config.groupId,
+    convertToVersioned: flags.convertToVersioned === true,
+    onConverted: (c) => converted.push(c),
   });
+  for (const c of converted) {
+    log.info(
+      { projection: c.projection, schema: c.schema, groupId: c.groupId, moved: c.moved },
+      "converted to versioned",
+    );
+    process.stdout.write(
+      `converted ${c.projection} to versioned in place: version 1 (schema ${c.schema}) is live with consumer group ${c.groupId}; views ${c.views.map((v) => `${c.projection}.${v}`).join(", ")}; dedupe rows re-keyed to ${c.projection}@v1: ${Object.entries(
+        c.moved,
+      )
+        .map(([t, n]) => `${t} ${n}`)
+        .join(", ")}\n`,
+    );
+  }
   const stale = await liveVersionsBehind(config.databaseUrl, projections);
   const names = projections.map((p) => p.name).filter((n) => !stale.some((s) => s.name === n));
   log.info({ database: redactUrl(config.databaseUrl), projections: names }, "migrations applied");
