@@ -79,7 +79,8 @@ test-smoke: up ## on the node first in PATH: the unit tests and one end-to-end i
 
 soak: install pg ## randomized faults against a model of the ledger (SOAK_SECONDS, default 600; SOAK_SEED); its own three-broker cluster
 	@$(SOAK_KAFKA) scripts/kafka/kafka.sh up
-	$(SOAK_KAFKA) node --import tsx test/soak/main.ts
+	@# The cluster is stopped after the checks, passed or failed (its data kept for a look: make down removes it).
+	@$(SOAK_KAFKA) node --import tsx test/soak/main.ts; status=$$?; $(SOAK_KAFKA) scripts/kafka/kafka.sh stop; exit $$status
 
 demo: up ## the end-to-end demo on real input (see README)
 	@node --import tsx scripts/demo.ts
