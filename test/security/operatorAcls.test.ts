@@ -3,26 +3,16 @@
  * docs/security.md lists: an operator principal with just those ACLs runs status, prune and the
  * dry runs of replay and rebuild; `replay --execute` with them is refused naming Read on the group.
  */
-import { describe, expect, it, onTestFinished } from "vitest";
-import { produceRecords } from "../../src/kafka/producer.js";
+import { describe, expect, it } from "vitest";
 import { generateLedgerStream } from "../../src/projections/ledger/generate.js";
 import { runCli } from "../helpers/process.js";
-import { SASL_BROKERS, adminKafka, grant, saslEnv, secureAdmin } from "../helpers/secureKafka.js";
-import { createTestDatabase, uniqueName } from "../helpers/stack.js";
+import { SASL_BROKERS, grant, saslEnv } from "../helpers/secureKafka.js";
+import { securedStack } from "../helpers/securedStack.js";
 
 describe("an operator principal with only Describe", () => {
   it("runs status, prune and the dry runs of replay and rebuild; replay --execute names Read on the group", async () => {
-    const admin = await secureAdmin();
-    const db = await createTestDatabase();
-    onTestFinished(() => db.drop());
-    const topic = uniqueName("ops");
-    const group = uniqueName("g");
-    await admin.createTopic(topic, 1);
-    await produceRecords(
-      adminKafka(),
-      topic,
-      generateLedgerStream({ count: 5, duplicateRate: 0, seed: 3 }).records,
-    );
+    const { db, topic, group, produce } = await securedStack("ops");
+    await produce(generateLedgerStream({ count: 5, duplicateRate: 0, seed: 3 }).records);
     await grant("User:bob", [
       { resource: "topic", name: topic, operations: ["DESCRIBE", "DESCRIBE_CONFIGS"] },
       { resource: "group", name: group, operations: ["DESCRIBE"] },
