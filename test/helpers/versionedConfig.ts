@@ -4,15 +4,13 @@
  * table names. `BG_VARIANT=changed` in the CLI's environment makes it a changed projection: its
  * migrations add a column `note` and it counts cents twice, so its tables differ from the original's.
  * `BG_DEDUPE=event-id` makes it dedupe by the value's `id` field (event ids) instead of offsets.
+ * test/helpers/versionedStack.ts builds a test's stack around it.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { expect, onTestFinished } from "vitest";
-import type { KafkaAdmin } from "../../src/kafka/admin.js";
-import { produceRecords } from "../../src/kafka/producer.js";
-import { runCli, startCliInTest } from "./process.js";
-import { BROKERS, createTestDatabase, testKafka, uniqueName } from "./stack.js";
+import { onTestFinished } from "vitest";
+import { BROKERS } from "./stack.js";
 
 /** A folder of its own outside the repository, removed when the test finishes. */
 export function tempFolder(): string {
@@ -93,34 +91,4 @@ export function sales(count: number, from = 0): { key: string; value: string }[]
       value: JSON.stringify({ id: `sale-${i}`, shop: `shop-${i % 5}`, cents: 100 + i }),
     };
   });
-}
-
-/**
- * The stack of one blue/green test: a config folder with the versioned projection (named
- * `<prefix>_…`), a database of its own, a 2-partition topic holding `count` sales, and version 1
- * created by `migrate`. `cli` runs a command to completion and `run` starts a member (stopped when
- * the test ends), both in the config folder, with `env` (plus `extra`) as environment.
- */
-export async function versionedStack(
-  admin: KafkaAdmin,
-  prefix: string,
-  count: number,
-  env: Record<string, string> = {},
-) {
-  const dir = tempFolder();
-  const db = await createTestDatabase(false);
-  onTestFinished(() => db.drop());
-  const name = uniqueName(prefix);
-  const topic = uniqueName(`${prefix}-topic`);
-  writeVersionedConfig(dir, name, topic);
-  await admin.createTopic(topic, 2);
-  await produceRecords(testKafka(), topic, sales(count));
-  const fullEnv = { DATABASE_URL: db.url, ...env };
-  const cli = (args: string[], extra: Record<string, string> = {}) =>
-    runCli(args, { ...fullEnv, ...extra }, { cwd: dir });
-  const run = (args: string[], extra: Record<string, string> = {}) =>
-    startCliInTest(["run", ...args], { ...fullEnv, ...extra }, { cwd: dir });
-  const migrated = await cli(["migrate"]);
-  expect(migrated.code, migrated.stderr).toBe(0);
-  return { dir, db, name, topic, env: fullEnv, cli, run };
 }

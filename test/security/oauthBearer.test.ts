@@ -11,14 +11,14 @@ import { describe, expect, it, onTestFinished } from "vitest";
 import { loadConfig } from "../../src/config.js";
 import { ConsumerService } from "../../src/engine/consumerService.js";
 import { ReplayableError } from "../../src/errors.js";
-import { produceRecords } from "../../src/kafka/producer.js";
 import { createLogger } from "../../src/logger.js";
 import { ledgerProjection } from "../../src/projections/ledger/ledgerProjection.js";
 import { generateLedgerStream } from "../../src/projections/ledger/generate.js";
 import { ledgerChecksumOf } from "../helpers/ledger.js";
 import { runCli } from "../helpers/process.js";
-import { SASL_BROKERS, adminKafka, caPath, grant, secureAdmin } from "../helpers/secureKafka.js";
-import { createTestDatabase, uniqueName, waitForCaughtUp } from "../helpers/stack.js";
+import { SASL_BROKERS, caPath, grant } from "../helpers/secureKafka.js";
+import { securedStack } from "../helpers/securedStack.js";
+import { uniqueName, waitForCaughtUp } from "../helpers/stack.js";
 
 /** An unsecured OAUTHBEARER token (`alg: none`) for `sub`, valid for an hour. */
 function unsecuredToken(sub: string): string {
@@ -35,13 +35,8 @@ const env = {
 
 describe("OAUTHBEARER", () => {
   it("the CLI takes the token provider from the config file; without one it is a config error", async () => {
-    const admin = await secureAdmin();
-    const db = await createTestDatabase();
-    onTestFinished(() => db.drop());
+    const { db, topic, group } = await securedStack("oauth");
     const sub = uniqueName("oauth");
-    const topic = uniqueName("oauth");
-    const group = uniqueName("g");
-    await admin.createTopic(topic, 1);
     await grant(`User:${sub}`, [
       { resource: "topic", name: topic, operations: ["DESCRIBE"] },
       { resource: "group", name: group, operations: ["DESCRIBE"] },
@@ -67,19 +62,14 @@ describe("OAUTHBEARER", () => {
   });
 
   it("a library user passes the token provider to ConsumerService", async () => {
-    const admin = await secureAdmin();
-    const db = await createTestDatabase();
-    onTestFinished(() => db.drop());
+    const { admin, db, topic, group, produce } = await securedStack("oauth-lib");
     const sub = uniqueName("oauth-lib");
-    const topic = uniqueName("oauth-lib");
-    const group = uniqueName("g");
-    await admin.createTopic(topic, 1);
     await grant(`User:${sub}`, [
       { resource: "topic", name: topic, operations: ["READ"] },
       { resource: "group", name: group, operations: ["READ"] },
     ]);
     const stream = generateLedgerStream({ count: 20, duplicateRate: 0.1, seed: 5 });
-    await produceRecords(adminKafka(), topic, stream.records);
+    await produce(stream.records);
     let tokens = 0;
     const service = new ConsumerService({
       config: loadConfig({
@@ -105,13 +95,8 @@ describe("OAUTHBEARER", () => {
   });
 
   it("a library user's member whose principal may not Read its group fails at start with the ACL named, instead of looping", async () => {
-    const admin = await secureAdmin();
-    const db = await createTestDatabase();
-    onTestFinished(() => db.drop());
+    const { db, topic, group } = await securedStack("oauth-noacl");
     const sub = uniqueName("oauth-noacl");
-    const topic = uniqueName("oauth-noacl");
-    const group = uniqueName("g");
-    await admin.createTopic(topic, 1);
     await grant(`User:${sub}`, [{ resource: "topic", name: topic, operations: ["READ"] }]);
     const service = new ConsumerService({
       config: loadConfig({

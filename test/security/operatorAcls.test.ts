@@ -6,30 +6,21 @@
  * changes.
  */
 import { join } from "node:path";
-import { describe, expect, it, onTestFinished } from "vitest";
+import { describe, expect, it } from "vitest";
 import { migrate } from "../../src/db/migrate.js";
-import { produceRecords } from "../../src/kafka/producer.js";
 import { generateLedgerStream } from "../../src/projections/ledger/generate.js";
 import { insertVersion, selectVersions } from "../../src/sql/projectionVersions.js";
 import { createVersionSchema } from "../../src/versions/createVersion.js";
 import { runCli } from "../helpers/process.js";
-import { SASL_BROKERS, adminKafka, grant, saslEnv, secureAdmin } from "../helpers/secureKafka.js";
-import { createTestDatabase, uniqueName } from "../helpers/stack.js";
+import { SASL_BROKERS, grant, saslEnv } from "../helpers/secureKafka.js";
+import { securedStack } from "../helpers/securedStack.js";
+import { uniqueName } from "../helpers/stack.js";
 import { tempFolder, writeVersionedConfig } from "../helpers/versionedConfig.js";
 
 describe("an operator principal with only Describe", () => {
   it("runs status, prune and the dry runs of replay and rebuild; replay --execute names Read on the group", async () => {
-    const admin = await secureAdmin();
-    const db = await createTestDatabase();
-    onTestFinished(() => db.drop());
-    const topic = uniqueName("ops");
-    const group = uniqueName("g");
-    await admin.createTopic(topic, 1);
-    await produceRecords(
-      adminKafka(),
-      topic,
-      generateLedgerStream({ count: 5, duplicateRate: 0, seed: 3 }).records,
-    );
+    const { db, topic, group, produce } = await securedStack("ops");
+    await produce(generateLedgerStream({ count: 5, duplicateRate: 0, seed: 3 }).records);
     await grant("User:bob", [
       { resource: "topic", name: topic, operations: ["DESCRIBE", "DESCRIBE_CONFIGS"] },
       { resource: "group", name: group, operations: ["DESCRIBE"] },
@@ -53,14 +44,10 @@ describe("an operator principal with only Describe", () => {
   });
 
   it("promote and rollback check Describe on both versions' groups before they change anything", async () => {
-    const admin = await secureAdmin();
-    const db = await createTestDatabase(false);
-    onTestFinished(() => db.drop());
+    const { db, topic } = await securedStack("aclbg");
     const dir = tempFolder();
     const name = uniqueName("aclbg");
-    const topic = uniqueName("aclbg-topic");
     writeVersionedConfig(dir, name, topic);
-    await admin.createTopic(topic, 1);
     const migrationsFolder = join(dir, "migrations");
     await migrate(db.pool, [{ name, migrationsFolder, versioned: true }]);
     const client = await db.pool.connect();

@@ -6,22 +6,14 @@
  * and no password or private key in any output or /metrics.
  */
 import { readFileSync } from "node:fs";
-import { describe, expect, it, onTestFinished } from "vitest";
-import { produceRecords } from "../../src/kafka/producer.js";
+import { describe, expect, it } from "vitest";
 import { generateLedgerStream } from "../../src/projections/ledger/generate.js";
 import { ledgerChecksumOf } from "../helpers/ledger.js";
 import { runCli, scrapeMetric, startCliInTest, type CliProcess } from "../helpers/process.js";
 import { runArgs } from "../helpers/replay.js";
-import {
-  adminKafka,
-  clientCertificate,
-  grant,
-  passwordOf,
-  saslEnv,
-  secureAdmin,
-  sslEnv,
-} from "../helpers/secureKafka.js";
-import { createTestDatabase, uniqueName, waitFor, waitForCaughtUp } from "../helpers/stack.js";
+import { clientCertificate, grant, passwordOf, saslEnv, sslEnv } from "../helpers/secureKafka.js";
+import { securedStack } from "../helpers/securedStack.js";
+import { uniqueName, waitFor, waitForCaughtUp } from "../helpers/stack.js";
 import type { KafkaAdmin } from "../../src/kafka/admin.js";
 
 /** A way to connect: the CLI's environment, the principal, and the secrets that must never show. */
@@ -68,13 +60,8 @@ const BAD_RECORDS = 3;
 describe.each(transports)("over $name", ({ setup }) => {
   it("two members apply the ledger exactly, dead letters reach the DLQ topic; status, replay --execute and rebuild --execute keep the tables exact; no secret is shown", async () => {
     const { env, inlineEnv, principal, secrets } = setup();
-    const db = await createTestDatabase();
-    onTestFinished(() => db.drop());
-    const admin = await secureAdmin();
-    const topic = uniqueName("secure");
+    const { admin, db, topic, group, produce } = await securedStack("secure", 2);
     const dlq = uniqueName("secure-dlq");
-    const group = uniqueName("g");
-    await admin.createTopic(topic, 2);
     await admin.createTopic(dlq, 1);
     // Only the ACLs docs/security.md lists for run, status, replay and rebuild.
     await grant(principal, [
@@ -83,11 +70,8 @@ describe.each(transports)("over $name", ({ setup }) => {
       { resource: "topic", name: dlq, operations: ["WRITE"] },
     ]);
     const stream = generateLedgerStream({ count: 60, duplicateRate: 0.1, seed: 71 });
-    const kafka = adminKafka();
-    await produceRecords(kafka, topic, stream.records);
-    await produceRecords(
-      kafka,
-      topic,
+    await produce(stream.records);
+    await produce(
       Array.from({ length: BAD_RECORDS }, (_, i) => ({
         key: `bad-${i}`,
         value: "not json",

@@ -20,9 +20,9 @@ import {
   grant,
   passwordOf,
   saslEnv,
-  secureAdmin,
   sslEnv,
 } from "../helpers/secureKafka.js";
+import { securedStack } from "../helpers/securedStack.js";
 import { type TestDatabase, createTestDatabase, uniqueName, waitFor } from "../helpers/stack.js";
 
 /** Every output of this file, scanned for secrets at the end. */
@@ -151,12 +151,7 @@ describe("start-up errors, exit 2", () => {
   });
 
   it("a member whose principal may not Read its group or topic: the ACL is named, before joining and at the join", async () => {
-    const admin = await secureAdmin();
-    const db = await createTestDatabase();
-    onTestFinished(() => db.drop());
-    const topic = uniqueName("noacl");
-    await admin.createTopic(topic, 1);
-    const noAcl = uniqueName("g");
+    const { admin, db, topic, group: noAcl } = await securedStack("noacl");
     const describeOnly = uniqueName("g");
     await grant("User:bob", [
       { resource: "topic", name: topic, operations: ["READ"] },
@@ -184,13 +179,8 @@ describe("start-up errors, exit 2", () => {
   });
 
   it("a member whose principal may Describe but not Write its DLQ topic: Write is named at start-up, before the first dead letter", async () => {
-    const admin = await secureAdmin();
-    const db = await createTestDatabase();
-    onTestFinished(() => db.drop());
-    const topic = uniqueName("dlqacl");
+    const { admin, db, topic, group } = await securedStack("dlqacl");
     const dlq = uniqueName("dlqacl-dlq");
-    const group = uniqueName("g");
-    await admin.createTopic(topic, 1);
     await admin.createTopic(dlq, 1);
     await grant("User:bob", [
       { resource: "topic", name: topic, operations: ["READ"] },

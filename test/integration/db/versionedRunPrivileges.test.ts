@@ -7,7 +7,7 @@ import { readFileSync } from "node:fs";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { checkVersionedRunPrivileges } from "../../../src/db/privileges.js";
-import { versionedStack } from "../../helpers/versionedConfig.js";
+import { versionedStack } from "../../helpers/versionedStack.js";
 import { uniqueName, useStack } from "../../helpers/stack.js";
 
 const admin = "postgres://postgres@127.0.0.1:5432";

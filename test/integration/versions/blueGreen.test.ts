@@ -8,10 +8,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { KafkaAdmin } from "../../../src/kafka/admin.js";
-import { produceRecords } from "../../../src/kafka/producer.js";
-import { scrapeMetric, type CliProcess } from "../../helpers/process.js";
-import { testAdmin, testKafka, waitFor, waitForCaughtUp, type TestDatabase } from "../../helpers/stack.js";
-import { sales, versionedStack } from "../../helpers/versionedConfig.js";
+import { scrapeMetric } from "../../helpers/process.js";
+import { testAdmin, waitFor, type TestDatabase } from "../../helpers/stack.js";
+import { versionedStack } from "../../helpers/versionedStack.js";
 
 let admin: KafkaAdmin;
 beforeAll(async () => {
@@ -20,19 +19,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await admin?.close();
 });
-
-/** A versioned projection in a config folder of its own, migrated, with `count` sales on a 2-partition topic. */
-async function setup(count: number) {
-  return versionedStack(admin, "bg", count);
-}
-
-async function states(db: TestDatabase, name: string): Promise<[number, string][]> {
-  const r = await db.pool.query<{ version: number; state: string }>(
-    "SELECT version, state FROM replayable.projection_versions WHERE projection = $1 ORDER BY version",
-    [name],
-  );
-  return r.rows.map((row) => [row.version, row.state]);
-}
 
 async function viewTarget(db: TestDatabase, name: string): Promise<string | undefined> {
   const r = await db.pool.query<{ definition: string }>(
@@ -49,22 +35,15 @@ async function stableTotals(db: TestDatabase, name: string): Promise<{ sales: st
   return r.rows[0]!;
 }
 
-async function stop(run: CliProcess, group: string): Promise<void> {
-  run.signal("SIGTERM");
-  expect((await run.exited).code).toBe(0);
-  await waitFor(`group ${group} to have no members`, async () =>
-    (await admin.describeGroup(group)).members.length === 0 ? true : undefined,
-  );
-}
-
 const centsOf = (count: number, factor = 1) =>
   String(Array.from({ length: count }, (_, i) => (100 + i) * factor).reduce((a, b) => a + b, 0));
 
 describe("blue/green rebuild", () => {
   it("builds version 2 from the log while version 1 serves, refuses promote while it lags, promotes it equal, rolls back, drops", async () => {
-    const { db, name, topic, cli, run } = await setup(40);
+    const bg = await versionedStack(admin, "bg", 40);
+    const { db, name, topic, cli, run } = bg;
     const live = run([]);
-    await waitForCaughtUp(admin, `${name}-v1`, topic);
+    await bg.waitForCaughtUp(1);
     expect(await stableTotals(db, name)).toEqual({ sales: "40", cents: centsOf(40) });
 
     const rebuild = ["rebuild", "--projection", name, "--group", name, "--blue-green"];
@@ -73,12 +52,12 @@ describe("blue/green rebuild", () => {
     expect(dry.stdout).toContain(
       `Dry run (nothing changed): blue/green rebuild of projection ${name}: version 2 (schema ${name}_v2, group ${name}-v2) beside the live version 1`,
     );
-    expect(await states(db, name)).toEqual([[1, "live"]]);
+    expect(await bg.states()).toEqual([[1, "live"]]);
 
     const created = await cli([...rebuild, "--execute", "--no-run"]);
     expect(created.code, created.stderr).toBe(0);
     expect(created.stdout).toContain(`Created version 2 of projection ${name}`);
-    expect(await states(db, name)).toEqual([
+    expect(await bg.states()).toEqual([
       [1, "live"],
       [2, "shadow"],
     ]);
@@ -110,7 +89,7 @@ describe("blue/green rebuild", () => {
 
     const shadow = run(["--version", "2"]);
     const port = await shadow.metricsPort();
-    await waitForCaughtUp(admin, `${name}-v2`, topic);
+    await bg.waitForCaughtUp(2);
     // The shadow's member labels its samples with its version.
     await waitFor("the shadow's applied records on /metrics with version 2", async () =>
       (await scrapeMetric(port, "replayable_records_applied_total", { version: "2" })) === 40
@@ -121,7 +100,7 @@ describe("blue/green rebuild", () => {
     expect(promoted.code, promoted.stderr).toBe(0);
     expect(promoted.stdout).toContain(`Promoted projection ${name}: version 2 is live (was 1)`);
     expect(await viewTarget(db, name)).toBe(`${name}_v2`);
-    expect(await states(db, name)).toEqual([
+    expect(await bg.states()).toEqual([
       [1, "retired"],
       [2, "live"],
     ]);
@@ -137,16 +116,16 @@ describe("blue/green rebuild", () => {
     expect(audit.rows[2]!.checksums.map((c) => c.equal)).toEqual([true]);
 
     // Both members keep consuming: records produced after the switch reach both versions.
-    await produceRecords(testKafka(), topic, sales(10, 40));
-    await waitForCaughtUp(admin, `${name}-v1`, topic);
-    await waitForCaughtUp(admin, `${name}-v2`, topic);
+    await bg.produceSales(10, 40);
+    await bg.waitForCaughtUp(1);
+    await bg.waitForCaughtUp(2);
     expect(await stableTotals(db, name)).toEqual({ sales: "50", cents: centsOf(50) });
 
     const rolledBack = await cli(["rollback", "--projection", name]);
     expect(rolledBack.code, rolledBack.stderr).toBe(0);
     expect(rolledBack.stdout).toContain(`Rolled back projection ${name}: version 1 is live (was 2)`);
     expect(await viewTarget(db, name)).toBe(`${name}_v1`);
-    expect(await states(db, name)).toEqual([
+    expect(await bg.states()).toEqual([
       [1, "live"],
       [2, "shadow"],
     ]);
@@ -159,13 +138,13 @@ describe("blue/green rebuild", () => {
     expect(dropRunning.code).toBe(1);
     expect(dropRunning.stderr).toContain("drop-version refused, nothing changed");
 
-    await stop(shadow, `${name}-v2`);
+    await bg.stop(shadow, 2);
     const dropped = await cli(["drop-version", "--projection", name, "--version", "2", "--execute"]);
     expect(dropped.code, dropped.stderr).toBe(0);
     expect(dropped.stdout).toContain(
       `Dropped version 2 of projection ${name}: consumer group ${name}-v2 (deleted), schema ${name}_v2`,
     );
-    expect(await states(db, name)).toEqual([
+    expect(await bg.states()).toEqual([
       [1, "live"],
       [2, "dropped"],
     ]);
@@ -175,23 +154,20 @@ describe("blue/green rebuild", () => {
     );
     expect(left.rowCount).toBe(0);
     expect(await stableTotals(db, name)).toEqual({ sales: "50", cents: centsOf(50) });
-    await stop(live, `${name}-v1`);
+    await bg.stop(live, 1);
   }, 600_000);
 
   it("a changed projection: promote is refused while its tables differ, allowed with --allow-different (the differing table printed)", async () => {
-    const { db, name, topic, cli, run } = await setup(30);
+    const bg = await versionedStack(admin, "bg", 30);
+    const { db, name, cli, run } = bg;
     const live = run([]);
-    await waitForCaughtUp(admin, `${name}-v1`, topic);
-    await stop(live, `${name}-v1`);
+    await bg.waitForCaughtUp(1);
+    await bg.stop(live, 1);
     const changed = { BG_VARIANT: "changed" };
-    const created = await cli(
-      ["rebuild", "--projection", name, "--group", name, "--blue-green", "--execute", "--no-run"],
-      changed,
-    );
-    expect(created.code, created.stderr).toBe(0);
+    await bg.createVersion(changed);
     const shadow = run(["--version", "2"], changed);
-    await waitForCaughtUp(admin, `${name}-v2`, topic);
-    await stop(shadow, `${name}-v2`);
+    await bg.waitForCaughtUp(2);
+    await bg.stop(shadow, 2);
 
     const refused = await cli(["promote", "--projection", name, "--version", "2"], changed);
     expect(refused.code).toBe(1);

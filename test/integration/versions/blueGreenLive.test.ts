@@ -9,17 +9,8 @@
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import type { KafkaAdmin } from "../../../src/kafka/admin.js";
-import { produceRecords } from "../../../src/kafka/producer.js";
-import { runCli, startCliInTest } from "../../helpers/process.js";
-import {
-  createTestDatabase,
-  testAdmin,
-  testKafka,
-  uniqueName,
-  waitFor,
-  waitForCaughtUp,
-} from "../../helpers/stack.js";
-import { sales, tempFolder, writeVersionedConfig } from "../../helpers/versionedConfig.js";
+import { testAdmin, waitFor } from "../../helpers/stack.js";
+import { versionedStack } from "../../helpers/versionedStack.js";
 
 let admin: KafkaAdmin;
 beforeAll(async () => {
@@ -60,27 +51,18 @@ const VARIANTS: readonly Variant[] = [
 
 describe.each(VARIANTS)("blue/green rebuild under load ($name code)", (variant) => {
   it("promotes version 2 while a producer writes and a reader reads the stable view: never empty or partial, nothing lost or doubled", async () => {
-    const dir = tempFolder();
-    const db = await createTestDatabase(false);
-    onTestFinished(() => db.drop());
-    const name = uniqueName("bgl");
-    const topic = uniqueName("bgl-topic");
-    writeVersionedConfig(dir, name, topic);
-    await admin.createTopic(topic, 2);
     const first = 40;
-    await produceRecords(testKafka(), topic, sales(first));
-    const env = { DATABASE_URL: db.url };
-    const cli = (args: string[]) => runCli(args, env, { cwd: dir });
-    expect((await cli(["migrate"])).code).toBe(0);
-    startCliInTest(["run"], env, { cwd: dir });
-    await waitForCaughtUp(admin, `${name}-v1`, topic);
+    const bg = await versionedStack(admin, "bgl", first);
+    const { db, name } = bg;
+    bg.run([]);
+    await bg.waitForCaughtUp(1);
 
     // The producer: 3 sales per send, numbered on, until told to stop.
     let produced = first;
     let producing = true;
     const producer = (async () => {
       while (producing) {
-        await produceRecords(testKafka(), topic, sales(3, produced));
+        await bg.produceSales(3, produced);
         produced += 3;
         // Pacing, not synchronisation: at most about 60 records a second, a rate both members
         // outrun even on a loaded 2-core machine (unpaced, the producer outran them and the
@@ -113,18 +95,12 @@ describe.each(VARIANTS)("blue/green rebuild under load ($name code)", (variant) 
     });
 
     // Version 2 is created by the code that will run it: its migrations are the changed ones.
-    const v2Env = { ...env, ...variant.env };
-    const created = await runCli(
-      ["rebuild", "--projection", name, "--group", name, "--blue-green", "--execute", "--no-run"],
-      v2Env,
-      { cwd: dir },
-    );
-    expect(created.code, created.stderr).toBe(0);
-    startCliInTest(["run", "--version", "2"], v2Env, { cwd: dir });
+    await bg.createVersion(variant.env);
+    bg.run(["--version", "2"], variant.env);
     await waitFor(
       "version 2 to be promoted",
       async () => {
-        const r = await runCli(
+        const r = await bg.cli(
           [
             "promote",
             "--projection",
@@ -137,8 +113,7 @@ describe.each(VARIANTS)("blue/green rebuild under load ($name code)", (variant) 
             "20000",
             ...variant.promoteFlags,
           ],
-          v2Env,
-          { cwd: dir },
+          variant.env,
         );
         if (r.code === 0) return true;
         // Refused only while catching up or between equal positions; anything else fails the test.
@@ -155,16 +130,12 @@ describe.each(VARIANTS)("blue/green rebuild under load ($name code)", (variant) 
     );
     producing = false;
     await producer;
-    await waitForCaughtUp(admin, `${name}-v1`, topic);
-    await waitForCaughtUp(admin, `${name}-v2`, topic);
+    await bg.waitForCaughtUp(1);
+    await bg.waitForCaughtUp(2);
     reading = false;
     await reads;
 
-    const versions = await db.pool.query<{ version: number; state: string }>(
-      "SELECT version, state FROM replayable.projection_versions WHERE projection = $1 ORDER BY version",
-      [name],
-    );
-    expect(versions.rows.map((r) => [r.version, r.state])).toEqual([
+    expect(await bg.states()).toEqual([
       [1, "retired"],
       [2, "live"],
     ]);

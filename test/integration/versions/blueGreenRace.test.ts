@@ -11,9 +11,8 @@ import type { KafkaAdmin } from "../../../src/kafka/admin.js";
 import { createLogger } from "../../../src/logger.js";
 import type { RegisteredProjection } from "../../../src/projections/registry.js";
 import { blueGreenRebuild } from "../../../src/versions/blueGreenRebuild.js";
-import { startCliInTest } from "../../helpers/process.js";
 import { testAdmin, waitFor } from "../../helpers/stack.js";
-import { versionedStack } from "../../helpers/versionedConfig.js";
+import { versionedStack } from "../../helpers/versionedStack.js";
 
 let admin: KafkaAdmin;
 beforeAll(async () => {
@@ -25,7 +24,8 @@ afterAll(async () => {
 
 describe("two blue/green rebuilds at once", () => {
   it("the loser is told another rebuild created version 2, not that a member must be stopped, and changes nothing", async () => {
-    const { db, dir, name, topic, env } = await versionedStack(admin, "bgrace", 10);
+    const bg = await versionedStack(admin, "bgrace", 10);
+    const { db, dir, name, topic } = bg;
     // The loser, in this process: the projection as the config file declares it.
     const projection: RegisteredProjection = {
       name,
@@ -64,11 +64,7 @@ describe("two blue/green rebuilds at once", () => {
     });
     await describing;
 
-    const winner = startCliInTest(
-      ["rebuild", "--projection", name, "--group", name, "--blue-green", "--execute"],
-      env,
-      { cwd: dir },
-    );
+    const winner = bg.start(["rebuild", "--projection", name, "--group", name, "--blue-green", "--execute"]);
     // Version 2 registered, then its member joined (KafkaJS sets the group's offsets through a
     // short-lived member of its own before that: not the one waited for).
     await waitFor(`version 2 registered and its member (the winner) in group ${name}-v2`, async () => {

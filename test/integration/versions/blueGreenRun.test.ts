@@ -5,19 +5,11 @@
  * shadow, `status` shows both versions' records done and ETA, and SIGTERM stops it gracefully
  * with exit code 0.
  */
-import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { KafkaAdmin } from "../../../src/kafka/admin.js";
-import { produceRecords } from "../../../src/kafka/producer.js";
-import { runCli, startCliInTest, type CliProcess } from "../../helpers/process.js";
-import {
-  createTestDatabase,
-  testAdmin,
-  testKafka,
-  uniqueName,
-  waitFor,
-  waitForCaughtUp,
-} from "../../helpers/stack.js";
-import { sales, tempFolder, writeVersionedConfig } from "../../helpers/versionedConfig.js";
+import { runCli, type CliProcess } from "../../helpers/process.js";
+import { testAdmin, waitFor } from "../../helpers/stack.js";
+import { versionedStack } from "../../helpers/versionedStack.js";
 
 let admin: KafkaAdmin;
 beforeAll(async () => {
@@ -48,31 +40,19 @@ interface VersionsStatus {
 
 describe("rebuild --blue-green --execute runs the new version", () => {
   it("consumes the whole log into version 2 beside the live member, shows its progress, stops on SIGTERM with exit 0", async () => {
-    const dir = tempFolder();
-    const db = await createTestDatabase(false);
-    onTestFinished(() => db.drop());
-    const name = uniqueName("bgr");
-    const topic = uniqueName("bgr-topic");
-    writeVersionedConfig(dir, name, topic);
-    await admin.createTopic(topic, 2);
-    await produceRecords(testKafka(), topic, sales(60));
-    const env = {
-      DATABASE_URL: db.url,
+    const bg = await versionedStack(admin, "bgr", 60, {
       REPLAYABLE_MAX_BATCH_RECORDS: "5",
       REPLAYABLE_PROGRESS_INTERVAL_MS: "300",
-    };
-    const cli = (args: string[]) => runCli(args, env, { cwd: dir });
-    expect((await cli(["migrate"])).code).toBe(0);
-    startCliInTest(["run"], env, { cwd: dir });
-    await waitForCaughtUp(admin, `${name}-v1`, topic);
+    });
+    const { db, name, cli } = bg;
+    bg.run([]);
+    await bg.waitForCaughtUp(1);
 
-    const rebuild = startCliInTest(
+    const rebuild = bg.start(
       // --metrics-port as `run` takes it: the member it goes on as serves /metrics.
       ["rebuild", "--projection", name, "--group", name, "--blue-green", "--execute", "--metrics-port", "0"],
-      env,
-      { cwd: dir },
     );
-    await waitForCaughtUp(admin, `${name}-v2`, topic, 120_000);
+    await bg.waitForCaughtUp(2, 120_000);
     expect(rebuild.stdout()).toContain(`Created version 2 of projection ${name}`);
     expect(rebuild.stdout()).toContain("Going on as version 2's member");
     expect(rebuild.stderr()).toContain("going on as version 2's member");

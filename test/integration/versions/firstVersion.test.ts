@@ -8,16 +8,9 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import type { KafkaAdmin } from "../../../src/kafka/admin.js";
-import { produceRecords } from "../../../src/kafka/producer.js";
-import { runCli, startCliInTest } from "../../helpers/process.js";
-import {
-  createTestDatabase,
-  testAdmin,
-  testKafka,
-  uniqueName,
-  waitForCaughtUp,
-} from "../../helpers/stack.js";
-import { sales, tempFolder, writeVersionedConfig } from "../../helpers/versionedConfig.js";
+import { runCli } from "../../helpers/process.js";
+import { createTestDatabase, testAdmin, uniqueName } from "../../helpers/stack.js";
+import { versionedProject, versionedStack } from "../../helpers/versionedStack.js";
 
 let admin: KafkaAdmin;
 beforeAll(async () => {
@@ -29,19 +22,10 @@ afterAll(async () => {
 
 describe("a versioned projection's first version", () => {
   it("migrate creates version 1 with views in the stable schema; run applies into it under name@v1 and group -v1", async () => {
-    const dir = tempFolder();
-    const db = await createTestDatabase(false);
-    onTestFinished(() => db.drop());
-    const name = uniqueName("bg");
-    const topic = uniqueName("bg-topic");
-    writeVersionedConfig(dir, name, topic);
-    const env = { DATABASE_URL: db.url };
-    await admin.createTopic(topic, 2);
-    await produceRecords(testKafka(), topic, sales(30));
-
-    const migrated = await runCli(["migrate"], env, { cwd: dir });
+    const bg = await versionedStack(admin, "bg", 30);
+    const { db, name, migrated, cli } = bg;
+    // versionedStack ran migrate and expected exit code 0; it printed nothing on stderr either.
     expect(migrated.stderr).toBe("");
-    expect(migrated.code).toBe(0);
     const versions = await db.pool.query(
       "SELECT version, schema_name, group_id, state FROM replayable.projection_versions WHERE projection = $1",
       [name],
@@ -57,11 +41,11 @@ describe("a versioned projection's first version", () => {
     const audit = await db.pool.query("SELECT action, version FROM replayable.projection_version_audit");
     expect(audit.rows).toEqual([{ action: "create", version: 1 }]);
     // migrate again: nothing new
-    expect((await runCli(["migrate"], env, { cwd: dir })).code).toBe(0);
+    expect((await cli(["migrate"])).code).toBe(0);
     expect((await db.pool.query("SELECT 1 FROM replayable.projection_versions")).rowCount).toBe(1);
 
-    const run = startCliInTest(["run"], env, { cwd: dir });
-    await waitForCaughtUp(admin, `${name}-v1`, topic);
+    const run = bg.run([]);
+    await bg.waitForCaughtUp(1);
     run.signal("SIGTERM");
     expect((await run.exited).code).toBe(0);
     const totals = await db.pool.query<{ sales: string }>(
@@ -83,12 +67,8 @@ describe("a versioned projection's first version", () => {
   });
 
   it("migrate refuses a plain projection's missing table before it creates a versioned projection's version 1", async () => {
-    const dir = tempFolder();
-    const db = await createTestDatabase(false);
-    onTestFinished(() => db.drop());
-    const name = uniqueName("bg");
+    const { dir, db, name, cli } = await versionedProject("bg");
     const plain = uniqueName("plain");
-    writeVersionedConfig(dir, name, uniqueName("bg-topic"));
     // Beside it, a plain projection whose table nothing creates.
     const file = join(dir, "replayable.config.ts");
     const config = readFileSync(file, "utf8")
@@ -108,7 +88,7 @@ export default defineConfig({`,
       .replace("projections: [sales],", "projections: [sales, plain],");
     writeFileSync(file, config);
 
-    const migrated = await runCli(["migrate"], { DATABASE_URL: db.url }, { cwd: dir });
+    const migrated = await cli(["migrate"]);
     expect(migrated.code, migrated.stderr).toBe(2);
     expect(migrated.stderr).toContain(
       `projection ${plain}: table ${plain}.rows does not exist in the database`,

@@ -4,18 +4,10 @@
  * bare projection name, which a versioned projection never writes, and predicted every re-read
  * record as a first apply), and a group of no version is refused, naming the versions' groups.
  */
-import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { KafkaAdmin } from "../../../src/kafka/admin.js";
-import { produceRecords } from "../../../src/kafka/producer.js";
-import { runCli, startCliInTest } from "../../helpers/process.js";
-import {
-  createTestDatabase,
-  testAdmin,
-  testKafka,
-  uniqueName,
-  waitForCaughtUp,
-} from "../../helpers/stack.js";
-import { sales, tempFolder, writeVersionedConfig } from "../../helpers/versionedConfig.js";
+import { testAdmin, uniqueName } from "../../helpers/stack.js";
+import { versionedStack } from "../../helpers/versionedStack.js";
 
 let admin: KafkaAdmin;
 beforeAll(async () => {
@@ -33,23 +25,15 @@ interface ReplayJson {
 
 describe("replay of a versioned projection", () => {
   it("predicts from the checkpoints of the version whose group it resets, and refuses a group of no version", async () => {
-    const dir = tempFolder();
-    const db = await createTestDatabase(false);
-    onTestFinished(() => db.drop());
-    const name = uniqueName("bg");
-    const topic = uniqueName("bg-topic");
-    writeVersionedConfig(dir, name, topic);
-    const env = { DATABASE_URL: db.url };
-    await admin.createTopic(topic, 2);
-    await produceRecords(testKafka(), topic, sales(30));
-    expect((await runCli(["migrate"], env, { cwd: dir })).code).toBe(0);
-    const run = startCliInTest(["run"], env, { cwd: dir });
-    await waitForCaughtUp(admin, `${name}-v1`, topic);
+    const bg = await versionedStack(admin, "bg", 30);
+    const { name, topic, cli } = bg;
+    const run = bg.run([]);
+    await bg.waitForCaughtUp(1);
     run.signal("SIGTERM");
     expect((await run.exited).code).toBe(0);
 
     const args = ["replay", "--projection", name, "--topic", topic, "--to-earliest", "--output", "json"];
-    const replay = await runCli([...args, "--group", `${name}-v1`, "--execute"], env, { cwd: dir });
+    const replay = await cli([...args, "--group", `${name}-v1`, "--execute"]);
     expect(replay.code, replay.stderr).toBe(0);
     const json = JSON.parse(replay.stdout) as ReplayJson;
     expect(json).toMatchObject({
@@ -59,7 +43,7 @@ describe("replay of a versioned projection", () => {
     });
 
     const otherGroup = uniqueName("g");
-    const other = await runCli([...args, "--group", otherGroup], env, { cwd: dir });
+    const other = await cli([...args, "--group", otherGroup]);
     expect(other.code).toBe(2);
     expect(other.stderr).toContain(
       `--group: version 1 of projection ${name} consumes as group ${name}-v1, not ${otherGroup}`,

@@ -6,20 +6,10 @@
  * the migration instead of listing the projection as migrated; a new version made by the changed
  * code runs, and the original code is refused as that version's member (migrations it does not know).
  */
-import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { KafkaAdmin } from "../../../src/kafka/admin.js";
-import { produceRecords } from "../../../src/kafka/producer.js";
-import { runCli, startCliInTest } from "../../helpers/process.js";
-import {
-  createTestDatabase,
-  testAdmin,
-  testKafka,
-  uniqueName,
-  waitFor,
-  waitForCaughtUp,
-  type TestDatabase,
-} from "../../helpers/stack.js";
-import { sales, tempFolder, writeVersionedConfig } from "../../helpers/versionedConfig.js";
+import { testAdmin, type TestDatabase } from "../../helpers/stack.js";
+import { versionedStack } from "../../helpers/versionedStack.js";
 
 let admin: KafkaAdmin;
 beforeAll(async () => {
@@ -39,20 +29,11 @@ async function checkpoints(db: TestDatabase, name: string, version: number): Pro
 
 describe("a version whose migrations are not the code's", () => {
   it("is refused by run (exit 2, naming the missing migration and the fix) and by migrate's report; a new version runs the changed code", async () => {
-    const dir = tempFolder();
-    const db = await createTestDatabase(false);
-    onTestFinished(() => db.drop());
-    const name = uniqueName("bgm");
-    const topic = uniqueName("bgm-topic");
-    writeVersionedConfig(dir, name, topic);
-    await admin.createTopic(topic, 2);
-    await produceRecords(testKafka(), topic, sales(20));
-    const env = { DATABASE_URL: db.url };
-    const changed = { ...env, BG_VARIANT: "changed" };
-    const cli = (args: string[], e: Record<string, string> = env) => runCli(args, e, { cwd: dir });
+    const bg = await versionedStack(admin, "bgm", 20);
+    const { db, name, migrated: created, cli } = bg;
+    const changed = { BG_VARIANT: "changed" };
 
-    const created = await cli(["migrate"]);
-    expect(created.code, created.stderr).toBe(0);
+    // versionedStack ran migrate with the original code (exit code 0 expected): version 1.
     expect(created.stdout).toContain(`migrations applied: replayable, ${name}`);
 
     // migrate with the changed code: says version 1 lacks 0001, does not list it as migrated.
@@ -77,22 +58,14 @@ describe("a version whose migrations are not the code's", () => {
     expect((await admin.describeGroup(`${name}-v1`)).members).toEqual([]);
 
     // The changed code gets a new version, and runs as its member.
-    const rebuilt = await cli(
-      ["rebuild", "--projection", name, "--group", name, "--blue-green", "--execute", "--no-run"],
-      changed,
-    );
-    expect(rebuilt.code, rebuilt.stderr).toBe(0);
-    const member = startCliInTest(["run", "--version", "2"], changed, { cwd: dir });
-    await waitForCaughtUp(admin, `${name}-v2`, topic);
+    await bg.createVersion(changed);
+    const member = bg.run(["--version", "2"], changed);
+    await bg.waitForCaughtUp(2);
     const notes = await db.pool.query<{ note: string; sales: string }>(
       `SELECT note, sum(sales)::text AS sales FROM "${name}_v2".totals GROUP BY note`,
     );
     expect(notes.rows).toEqual([{ note: "changed", sales: "20" }]);
-    member.signal("SIGTERM");
-    expect((await member.exited).code).toBe(0);
-    await waitFor(`group ${name}-v2 to have no members`, async () =>
-      (await admin.describeGroup(`${name}-v2`)).members.length === 0 ? true : undefined,
-    );
+    await bg.stop(member, 2);
 
     // The original code as version 2's member: the version has a migration it does not know.
     const older = await cli(["run", "--version", "2", "--no-migrate"]);
@@ -102,8 +75,8 @@ describe("a version whose migrations are not the code's", () => {
     );
     expect(older.stderr).toContain("run the code this version was created with");
     // And version 1 still runs with its own code.
-    const own = startCliInTest(["run", "--version", "1"], env, { cwd: dir });
-    await waitForCaughtUp(admin, `${name}-v1`, topic);
+    const own = bg.run(["--version", "1"]);
+    await bg.waitForCaughtUp(1);
     own.signal("SIGTERM");
     expect((await own.exited).code).toBe(0);
     expect(await checkpoints(db, name, 1)).toBeGreaterThan(0);

@@ -9,16 +9,9 @@
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import type { KafkaAdmin } from "../../../src/kafka/admin.js";
 import { produceRecords } from "../../../src/kafka/producer.js";
-import { runCli, type CliProcess } from "../../helpers/process.js";
-import {
-  createTestDatabase,
-  testAdmin,
-  testKafka,
-  waitFor,
-  waitForCaughtUp,
-  type TestDatabase,
-} from "../../helpers/stack.js";
-import { sales, versionedStack } from "../../helpers/versionedConfig.js";
+import { runCli } from "../../helpers/process.js";
+import { createTestDatabase, testAdmin, testKafka, waitFor, type TestDatabase } from "../../helpers/stack.js";
+import { versionedStack } from "../../helpers/versionedStack.js";
 
 let admin: KafkaAdmin;
 beforeAll(async () => {
@@ -28,33 +21,12 @@ afterAll(async () => {
   await admin?.close();
 });
 
-/** A versioned projection in a config folder of its own, migrated, with `count` sales on a 2-partition topic. */
-async function setup(count: number, extraEnv: Record<string, string> = {}) {
-  return versionedStack(admin, "bgo", count, extraEnv);
-}
-
-async function stop(member: CliProcess, group: string): Promise<void> {
-  member.signal("SIGTERM");
-  expect((await member.exited).code).toBe(0);
-  await waitFor(`group ${group} to have no members`, async () =>
-    (await admin.describeGroup(group)).members.length === 0 ? true : undefined,
-  );
-}
-
 async function count(db: TestDatabase, table: string, key: string, where = "true"): Promise<number> {
   const r = await db.pool.query<{ n: number }>(
     `SELECT count(*)::int AS n FROM replayable.${table} WHERE projection = $1 AND ${where}`,
     [key],
   );
   return r.rows[0]!.n;
-}
-
-async function states(db: TestDatabase, name: string): Promise<[number, string][]> {
-  const r = await db.pool.query<{ version: number; state: string }>(
-    "SELECT version, state FROM replayable.projection_versions WHERE projection = $1 ORDER BY version",
-    [name],
-  );
-  return r.rows.map((row) => [row.version, row.state]);
 }
 
 async function stableSales(db: TestDatabase, name: string): Promise<string> {
@@ -83,28 +55,6 @@ async function auditRows(db: TestDatabase, name: string): Promise<AuditRow[]> {
   return r.rows;
 }
 
-/** Creates version 2 and builds it to the end of the log (the live member of version 1 running). */
-async function buildVersion2(
-  s: Awaited<ReturnType<typeof setup>>,
-): Promise<{ live: CliProcess; shadow: CliProcess }> {
-  const live = s.run([]);
-  await waitForCaughtUp(admin, `${s.name}-v1`, s.topic);
-  const created = await s.cli([
-    "rebuild",
-    "--projection",
-    s.name,
-    "--group",
-    s.name,
-    "--blue-green",
-    "--execute",
-    "--no-run",
-  ]);
-  expect(created.code, created.stderr).toBe(0);
-  const shadow = s.run(["--version", "2"]);
-  await waitForCaughtUp(admin, `${s.name}-v2`, s.topic);
-  return { live, shadow };
-}
-
 const sum = (
   rows: readonly { nextOffset?: string; highWatermark?: string }[],
   field: "nextOffset" | "highWatermark",
@@ -112,12 +62,12 @@ const sum = (
 
 describe("operator commands on versions", () => {
   it("replay, prune and dead-letters act on the live version by default and on --version N otherwise; a plain projection, an unknown or a dropped version is refused naming --version", async () => {
-    const s = await setup(20, { BG_DEDUPE: "event-id" });
-    const { db, name, topic, cli } = s;
+    const bg = await versionedStack(admin, "bgo", 20, { BG_DEDUPE: "event-id" });
+    const { db, name, topic, cli } = bg;
     await produceRecords(testKafka(), topic, [{ key: "bad", value: "not json" }]);
-    const { live, shadow } = await buildVersion2(s);
-    await stop(live, `${name}-v1`);
-    await stop(shadow, `${name}-v2`);
+    const { live, shadow } = await bg.buildVersion2();
+    await bg.stop(live, 1);
+    await bg.stop(shadow, 2);
     for (const key of [`${name}@v1`, `${name}@v2`]) {
       expect(await count(db, "dead_letters", key)).toBe(1);
       expect(await count(db, "processed_events", key)).toBe(20);
@@ -234,11 +184,11 @@ describe("operator commands on versions", () => {
   }, 600_000);
 
   it("drop-version deletes the group, then the schema, migrations table, checkpoints, event ids and dead letters; rerun after a crash between the two finishes the job", async () => {
-    const s = await setup(20, { BG_DEDUPE: "event-id" });
-    const { db, name, topic, cli } = s;
+    const bg = await versionedStack(admin, "bgo", 20, { BG_DEDUPE: "event-id" });
+    const { db, name, topic, cli } = bg;
     await produceRecords(testKafka(), topic, [{ key: "bad", value: "not json" }]);
-    const { live, shadow } = await buildVersion2(s);
-    await stop(shadow, `${name}-v2`);
+    const { live, shadow } = await bg.buildVersion2();
+    await bg.stop(shadow, 2);
     const key = `${name}@v2`;
     const checkpoints = await db.pool.query<{ nextOffset: string }>(
       `SELECT next_offset AS "nextOffset" FROM replayable.checkpoints WHERE projection = $1`,
@@ -252,7 +202,7 @@ describe("operator commands on versions", () => {
     expect(crashed.stderr).toContain("failpoint drop-version-group-deleted: SIGKILL");
     // Kafka first: the group is gone, the version and its state are all still there.
     expect(await admin.groupCommittedOffsets(`${name}-v2`)).toEqual([]);
-    expect(await states(db, name)).toEqual([
+    expect(await bg.states()).toEqual([
       [1, "live"],
       [2, "shadow"],
     ]);
@@ -272,7 +222,7 @@ describe("operator commands on versions", () => {
       [`${name}_v2`, `__drizzle_migrations_${key}`, key],
     );
     expect(left.rows).toEqual([]);
-    expect(await states(db, name)).toEqual([
+    expect(await bg.states()).toEqual([
       [1, "live"],
       [2, "dropped"],
     ]);
@@ -289,28 +239,28 @@ describe("operator commands on versions", () => {
     expect(audit.checksums).toEqual([{ table: `${name}_v2.totals`, rows: "5" }]);
 
     // The live version is untouched and keeps consuming.
-    await produceRecords(testKafka(), topic, sales(5, 20));
-    await waitForCaughtUp(admin, `${name}-v1`, topic);
+    await bg.produceSales(5, 20);
+    await bg.waitForCaughtUp(1);
     expect(await stableSales(db, name)).toBe("25");
-    await stop(live, `${name}-v1`);
+    await bg.stop(live, 1);
   }, 600_000);
 
   it("rollback restores the old version and its live consumption; its audit row records both versions' checkpoints, high watermarks and checksums", async () => {
-    const s = await setup(30);
-    const { db, name, topic, cli } = s;
-    const { live, shadow } = await buildVersion2(s);
+    const bg = await versionedStack(admin, "bgo", 30);
+    const { db, name, cli } = bg;
+    const { live, shadow } = await bg.buildVersion2();
     const promoted = await cli(["promote", "--projection", name, "--version", "2"]);
     expect(promoted.code, promoted.stderr).toBe(0);
     // The operator retires version 1's member; version 2's serves on alone.
-    await stop(live, `${name}-v1`);
-    await produceRecords(testKafka(), topic, sales(10, 30));
-    await waitForCaughtUp(admin, `${name}-v2`, topic);
+    await bg.stop(live, 1);
+    await bg.produceSales(10, 30);
+    await bg.waitForCaughtUp(2);
     expect(await stableSales(db, name)).toBe("40");
 
     const rolledBack = await cli(["rollback", "--projection", name]);
     expect(rolledBack.code, rolledBack.stderr).toBe(0);
     expect(rolledBack.stdout).toContain(`Rolled back projection ${name}: version 1 is live (was 2)`);
-    expect(await states(db, name)).toEqual([
+    expect(await bg.states()).toEqual([
       [1, "live"],
       [2, "shadow"],
     ]);
@@ -348,9 +298,9 @@ describe("operator commands on versions", () => {
     // The stable views show version 1 as its member left it, until a member runs it again: a run
     // without --version runs the live version, which applies what it missed and what comes next.
     expect(await stableSales(db, name)).toBe("30");
-    const restarted = s.run([]);
-    await produceRecords(testKafka(), topic, sales(10, 40));
-    await waitForCaughtUp(admin, `${name}-v1`, topic);
+    const restarted = bg.run([]);
+    await bg.produceSales(10, 40);
+    await bg.waitForCaughtUp(1);
     await waitFor("the stable views to show all 50 sales", async () =>
       (await stableSales(db, name)) === "50" ? true : undefined,
     );
@@ -359,8 +309,8 @@ describe("operator commands on versions", () => {
     ).toHaveProperty("rowCount", 0);
 
     // Every audit row says who and when; drop the group's last committed offsets.
-    await waitForCaughtUp(admin, `${name}-v2`, topic);
-    await stop(shadow, `${name}-v2`);
+    await bg.waitForCaughtUp(2);
+    await bg.stop(shadow, 2);
     const dropped = await cli([
       "drop-version",
       "--projection",
@@ -389,6 +339,6 @@ describe("operator commands on versions", () => {
     expect(rows[4]!.checksums).toEqual([
       { table: `${name}_v2.totals`, rows: "5", md5: expect.stringMatching(/^[0-9a-f]{32}$/) as string },
     ]);
-    await stop(restarted, `${name}-v1`);
+    await bg.stop(restarted, 1);
   }, 600_000);
 });

@@ -7,17 +7,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import pg from "pg";
 import type { KafkaAdmin } from "../../../src/kafka/admin.js";
-import { produceRecords } from "../../../src/kafka/producer.js";
-import { type CliProcess } from "../../helpers/process.js";
-import {
-  testAdmin,
-  testKafka,
-  uniqueName,
-  waitFor,
-  waitForCaughtUp,
-  type TestDatabase,
-} from "../../helpers/stack.js";
-import { sales, versionedStack } from "../../helpers/versionedConfig.js";
+import { testAdmin, uniqueName, type TestDatabase } from "../../helpers/stack.js";
+import { versionedStack } from "../../helpers/versionedStack.js";
 
 let admin: KafkaAdmin;
 beforeAll(async () => {
@@ -26,43 +17,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await admin?.close();
 });
-
-/** A versioned projection with `count` sales on a 2-partition topic; version 2 built next to the live 1. */
-async function twoVersions(count: number) {
-  const { db, name, topic, cli, run } = await versionedStack(admin, "bgs", count);
-  const live = run([]);
-  await waitForCaughtUp(admin, `${name}-v1`, topic);
-  const created = await cli([
-    "rebuild",
-    "--projection",
-    name,
-    "--group",
-    name,
-    "--blue-green",
-    "--execute",
-    "--no-run",
-  ]);
-  expect(created.code, created.stderr).toBe(0);
-  const shadow = run(["--version", "2"]);
-  await waitForCaughtUp(admin, `${name}-v2`, topic);
-  return { db, name, topic, cli, live, shadow };
-}
-
-async function stop(member: CliProcess, group: string): Promise<void> {
-  member.signal("SIGTERM");
-  expect((await member.exited).code).toBe(0);
-  await waitFor(`group ${group} to have no members`, async () =>
-    (await admin.describeGroup(group)).members.length === 0 ? true : undefined,
-  );
-}
-
-async function states(db: TestDatabase, name: string): Promise<[number, string][]> {
-  const r = await db.pool.query<{ version: number; state: string }>(
-    "SELECT version, state FROM replayable.projection_versions WHERE projection = $1 ORDER BY version",
-    [name],
-  );
-  return r.rows.map((row) => [row.version, row.state]);
-}
 
 /** A reader mid-transaction holding the stable view `<name>.totals` (ACCESS SHARE until COMMIT). */
 async function holdView(db: TestDatabase, name: string): Promise<pg.Client> {
@@ -75,9 +29,11 @@ async function holdView(db: TestDatabase, name: string): Promise<pg.Client> {
 
 describe("promote, rollback and drop-version safety (issue 16 follow-up)", () => {
   it("promote --topic <another topic> --allow-different is refused while the version lags on the topic its group consumes; the audit row lists every topic checked", async () => {
-    const { db, name, topic, cli, live, shadow } = await twoVersions(20);
-    await stop(shadow, `${name}-v2`);
-    await produceRecords(testKafka(), topic, sales(200, 20));
+    const bg = await versionedStack(admin, "bgs", 20);
+    const { live, shadow } = await bg.buildVersion2();
+    const { db, name, topic, cli } = bg;
+    await bg.stop(shadow, 2);
+    await bg.produceSales(200, 20);
     const other = uniqueName("bgs-other");
     await admin.createTopic(other, 1);
     const promote = [
@@ -95,7 +51,7 @@ describe("promote, rollback and drop-version safety (issue 16 follow-up)", () =>
     expect(refused.code).toBe(1);
     expect(refused.stderr).toContain(`version 2 of ${name} has not caught up`);
     expect(refused.stderr).toMatch(new RegExp(`  ${topic}:\\d checkpoint`));
-    expect(await states(db, name)).toEqual([
+    expect(await bg.states()).toEqual([
       [1, "live"],
       [2, "shadow"],
     ]);
@@ -112,11 +68,13 @@ describe("promote, rollback and drop-version safety (issue 16 follow-up)", () =>
     expect(offsets.topics).toEqual([topic, other].sort());
     expect([...new Set(offsets.lag.map((l) => l.topic))].sort()).toEqual([topic, other].sort());
     expect(offsets.lag.filter((l) => l.topic === topic).reduce((n, l) => n + Number(l.lag), 0)).toBe(200);
-    await stop(live, `${name}-v1`);
+    await bg.stop(live, 1);
   }, 600_000);
 
   it("a reader holding a view past --lock-timeout-ms refuses promote and rollback naming the view; drop-version is a dry run until --execute", async () => {
-    const { db, name, cli, live, shadow } = await twoVersions(20);
+    const bg = await versionedStack(admin, "bgs", 20);
+    const { live, shadow } = await bg.buildVersion2();
+    const { db, name, cli } = bg;
     const lockMessage = (verb: string) =>
       `replayable: ${verb} refused, nothing changed: a reader held ${name}.totals longer than --lock-timeout-ms (300 ms); run it again, or raise --lock-timeout-ms`;
 
@@ -126,7 +84,7 @@ describe("promote, rollback and drop-version safety (issue 16 follow-up)", () =>
     await reader.end();
     expect(timedOut.code).toBe(1);
     expect(timedOut.stderr).toContain(lockMessage("promote"));
-    expect(await states(db, name)).toEqual([
+    expect(await bg.states()).toEqual([
       [1, "live"],
       [2, "shadow"],
     ]);
@@ -139,7 +97,7 @@ describe("promote, rollback and drop-version safety (issue 16 follow-up)", () =>
     await reader.end();
     expect(rollbackTimedOut.code).toBe(1);
     expect(rollbackTimedOut.stderr).toContain(lockMessage("rollback"));
-    expect(await states(db, name)).toEqual([
+    expect(await bg.states()).toEqual([
       [1, "retired"],
       [2, "live"],
     ]);
@@ -147,7 +105,7 @@ describe("promote, rollback and drop-version safety (issue 16 follow-up)", () =>
     expect(rolledBack.code, rolledBack.stderr).toBe(0);
 
     // drop-version without --execute prints what it would delete and changes nothing.
-    await stop(shadow, `${name}-v2`);
+    await bg.stop(shadow, 2);
     const drop = ["drop-version", "--projection", name, "--version", "2"];
     const dry = await cli(drop);
     expect(dry.code, dry.stderr).toBe(0);
@@ -163,7 +121,7 @@ describe("promote, rollback and drop-version safety (issue 16 follow-up)", () =>
     expect(withChecksums.stdout).toMatch(
       new RegExp(`schema ${name}_v2: table totals \\(5 rows, md5 [0-9a-f]{32}\\)`),
     );
-    expect(await states(db, name)).toEqual([
+    expect(await bg.states()).toEqual([
       [1, "live"],
       [2, "shadow"],
     ]);
@@ -174,10 +132,10 @@ describe("promote, rollback and drop-version safety (issue 16 follow-up)", () =>
     const dropped = await cli([...drop, "--execute"]);
     expect(dropped.code, dropped.stderr).toBe(0);
     expect(dropped.stdout).toContain(`Dropped version 2 of projection ${name}`);
-    expect(await states(db, name)).toEqual([
+    expect(await bg.states()).toEqual([
       [1, "live"],
       [2, "dropped"],
     ]);
-    await stop(live, `${name}-v1`);
+    await bg.stop(live, 1);
   }, 600_000);
 });
