@@ -39,6 +39,12 @@ export interface DeadLetterRetrySpanInput {
 /** The attribute values a command span takes. */
 export type SpanAttributeValue = string | number | boolean;
 
+/** A command span's attributes; undefined values are left out. */
+export type SpanAttributes = Readonly<Record<string, SpanAttributeValue | undefined>>;
+
+/** Adds attributes to the span of the command running (a no-op without tracing). */
+export type Annotate = (attributes: SpanAttributes) => void;
+
 /**
  * The spans replayable makes. Every method runs `work` inside its span, ends the span when `work`
  * settles (an error is recorded on it, status ERROR, and rethrown) and returns what `work` did.
@@ -56,19 +62,19 @@ export interface Tracing {
   ): Promise<BatchResult>;
   /**
    * The span of one dead letter's retry (`process <topic>`, kind CONSUMER), linked to the span
-   * that produced the original record; its queries are child spans.
+   * that produced the original record; its queries are child spans. The outcome's `kind` becomes
+   * `replayable.outcome`, a failure's `code` `replayable.error.code`.
    */
-  deadLetterRetry<T>(
+  deadLetterRetry<T extends { readonly kind: string; readonly code?: string }>(
     input: DeadLetterRetrySpanInput,
     client: pg.PoolClient,
     work: (client: pg.PoolClient) => Promise<T>,
   ): Promise<T>;
-  /** The span of a CLI command (`replayable replay`, `rebuild`, `promote`, ...), kind INTERNAL. */
-  command<T>(
-    name: string,
-    attributes: Readonly<Record<string, SpanAttributeValue | undefined>>,
-    work: () => Promise<T>,
-  ): Promise<T>;
+  /**
+   * The span of a CLI command (`replayable replay`, `rebuild`, `promote`, ...), kind INTERNAL;
+   * `work` may add attributes to it (its outcome) through `annotate`.
+   */
+  command<T>(name: string, attributes: SpanAttributes, work: (annotate: Annotate) => Promise<T>): Promise<T>;
   /**
    * Exports the spans still buffered and, for the SDK replayable started itself, shuts it down; a
    * tracer provider the library user passed is left running (it is theirs). Never throws: a
@@ -94,8 +100,8 @@ export interface StartTracingOptions {
  * OTEL_RESOURCE_ATTRIBUTES, ...); call {@link Tracing.shutdown} at the end to export the last spans.
  * @example
  * const tracing = await startTracing({ tracesExporter: config.tracesExporter, log });
- * try { await tracing?.command("replay", { topic }, run) ?? (await run()); }
- * finally { await tracing?.shutdown(); }
+ * const result = tracing === undefined ? await run() : await tracing.command("replay", {}, run);
+ * await tracing?.shutdown();
  */
 export async function startTracing(options: StartTracingOptions): Promise<Tracing | undefined> {
   if (options.tracerProvider !== undefined) {
@@ -113,14 +119,33 @@ export async function startTracing(options: StartTracingOptions): Promise<Tracin
 }
 
 /**
- * Runs `work` inside a command span when `tracing` is on; without tracing, just `work`.
- * For the CLI's replay, rebuild and promote.
+ * The attributes of a command's outcome: `replayable.outcome` (its kind: dry-run, executed,
+ * refused, switched, ...) and, for a refusal, `replayable.refusal.reason`.
  */
-export function inCommandSpan<T>(
-  tracing: Tracing | undefined,
+export function outcomeAttributes(outcome: {
+  readonly kind: string;
+  readonly reason?: string;
+}): SpanAttributes {
+  return { "replayable.outcome": outcome.kind, "replayable.refusal.reason": outcome.reason };
+}
+
+/**
+ * Runs a CLI command inside its span (`replayable <name>`, docs/observability.md): starts tracing
+ * when Config.tracesExporter says so, runs `work` in the span, then exports the spans and stops the
+ * SDK. Without tracing, `work` runs as it is (`tracing` undefined, `annotate` a no-op) and nothing
+ * of OpenTelemetry is loaded. For replay, rebuild, promote and `dead-letters retry`.
+ */
+export async function inCommandSpan<T>(
+  options: Omit<StartTracingOptions, "tracerProvider">,
   name: string,
-  attributes: Readonly<Record<string, SpanAttributeValue | undefined>>,
-  work: () => Promise<T>,
+  attributes: SpanAttributes,
+  work: (tracing: Tracing | undefined, annotate: Annotate) => Promise<T>,
 ): Promise<T> {
-  return tracing === undefined ? work() : tracing.command(name, attributes, work);
+  const tracing = await startTracing(options);
+  if (tracing === undefined) return work(undefined, () => undefined);
+  try {
+    return await tracing.command(name, attributes, (annotate) => work(tracing, annotate));
+  } finally {
+    await tracing.shutdown();
+  }
 }

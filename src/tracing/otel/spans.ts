@@ -31,12 +31,7 @@ import type { Logger } from "pino";
 import type { BatchResult } from "../../engine/applyBatch.js";
 import { errorMessage } from "../../errors.js";
 import { headerText, type KafkaRecord } from "../../record.js";
-import type {
-  DeadLetterRetrySpanInput,
-  SpanAttributeValue,
-  Tracing,
-  TransactionSpanInput,
-} from "../tracing.js";
+import type { DeadLetterRetrySpanInput, SpanAttributes, Tracing, TransactionSpanInput } from "../tracing.js";
 import { traceQueries } from "./tracedQueries.js";
 
 /** The instrumentation scope of replayable's spans. */
@@ -69,6 +64,7 @@ export const ATTR = {
   deadLetterId: "replayable.dead_letter.id",
   errorCode: "replayable.error.code",
   errorMessage: "replayable.error.message",
+  outcome: "replayable.outcome",
 } as const;
 
 /** The name of the event a dead-lettered record adds to its transaction's span. */
@@ -96,8 +92,11 @@ export function createTracing(
     transaction: (input, client, work) => transactionSpan(tracer, input, client, work),
     deadLetterRetry: (input, client, work) => deadLetterRetrySpan(tracer, input, client, work),
     command: (name, attributes, work) =>
-      inSpan(tracer, `replayable ${name}`, { kind: SpanKind.INTERNAL, attributes: defined(attributes) }, () =>
-        work(),
+      inSpan(
+        tracer,
+        `replayable ${name}`,
+        { kind: SpanKind.INTERNAL, attributes: defined(attributes) },
+        (span) => work((more) => span.setAttributes(defined(more))),
       ),
     async shutdown() {
       try {
@@ -161,7 +160,7 @@ async function transactionSpan(
 }
 
 /** The span of one dead letter's retry: linked to the original record's producer span. */
-function deadLetterRetrySpan<T>(
+function deadLetterRetrySpan<T extends { readonly kind: string; readonly code?: string }>(
   tracer: Tracer,
   input: DeadLetterRetrySpanInput,
   client: pg.PoolClient,
@@ -180,7 +179,12 @@ function deadLetterRetrySpan<T>(
     tracer,
     `process ${record.topic}`,
     { kind: SpanKind.CONSUMER, attributes, links },
-    (_span, ctx) => withTracedQueries(client, tracer, ctx, work),
+    async (span, ctx) => {
+      const outcome = await withTracedQueries(client, tracer, ctx, work);
+      span.setAttribute(ATTR.outcome, outcome.kind);
+      if (outcome.code !== undefined) span.setAttribute(ATTR.errorCode, outcome.code);
+      return outcome;
+    },
   );
 }
 
@@ -273,7 +277,7 @@ function errorType(error: unknown): string {
 }
 
 /** `attributes` without its undefined values. */
-function defined(attributes: Readonly<Record<string, SpanAttributeValue | undefined>>): Attributes {
+function defined(attributes: SpanAttributes): Attributes {
   const out: Attributes = {};
   for (const [name, value] of Object.entries(attributes)) if (value !== undefined) out[name] = value;
   return out;

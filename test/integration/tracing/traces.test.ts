@@ -25,7 +25,7 @@ import { ERROR_CODES } from "../../../src/errors.js";
 import { produceRecords } from "../../../src/kafka/producer.js";
 import { readTopic } from "../../../src/kafka/readTopic.js";
 import { startOtlpReceiver, SPAN_KIND, type ReceivedSpan } from "../../helpers/otlpReceiver.js";
-import { startCliInTest } from "../../helpers/process.js";
+import { runCli, startCliInTest } from "../../helpers/process.js";
 import { BROKERS, testKafka, uniqueName, useStack, waitFor, waitForCaughtUp } from "../../helpers/stack.js";
 
 const stack = useStack();
@@ -98,7 +98,7 @@ function envWithoutOtel(): NodeJS.ProcessEnv {
   return Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("OTEL_")));
 }
 
-it("links a record's producer span to the transaction span that applied it, with the messaging attributes and the PostgreSQL statements as child spans", async () => {
+it("links a record's producer span to the transaction span that applied it, with the messaging attributes and the PostgreSQL statements as child spans; replay and dead-letters retry are spans, the retry linked to the original producer span", async () => {
   const receiver = await startOtlpReceiver();
   onTestFinished(() => receiver.close());
   const topic = uniqueName("traced");
@@ -221,6 +221,53 @@ it("links a record's producer span to the transaction span that applied it, with
   await waitForCaughtUp(stack.admin, group, topic);
   run.signal("SIGTERM");
   expect((await run.exited).code).toBe(0);
+  // Commands are spans too: a replay, and a dead letter's retry linked to its original producer span.
+  const tracedCli = {
+    DATABASE_URL: stack.db.url,
+    KAFKA_BROKERS: BROKERS.join(","),
+    OTEL_TRACES_EXPORTER: "otlp",
+    OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+  };
+  const cli = { baseEnv: envWithoutOtel() };
+  const replayed = await runCli(
+    ["replay", "--projection", "ledger", "--group", group, "--topic", topic, "--to-earliest", "--execute"],
+    tracedCli,
+    cli,
+  );
+  expect(replayed.code, replayed.stderr).toBe(0);
+  const replay = receiver.spans().find((s) => s.name === "replayable replay");
+  expect(replay?.kind).toBe(SPAN_KIND.internal);
+  expect(replay?.attributes).toMatchObject({
+    "replayable.projection": "ledger",
+    "replayable.execute": true,
+    "replayable.reset": "to-earliest",
+    "replayable.outcome": "executed",
+    "messaging.consumer.group.name": group,
+  });
+  const retried = await runCli(
+    ["dead-letters", "retry", "--projection", "ledger", "--execute"],
+    tracedCli,
+    cli,
+  );
+  expect(retried.code, retried.stderr).toBe(1); // still not JSON: failed again
+  const command = receiver.spans().find((s) => s.name === "replayable dead-letters retry");
+  const retry = receiver
+    .spans()
+    .find((s) => s.parentSpanId === command?.spanId && s.name === `process ${topic}`);
+  expect(retry?.kind).toBe(SPAN_KIND.consumer);
+  expect(retry?.links.map((l) => [l.traceId, l.spanId])).toEqual([
+    [bad.spanContext.traceId, bad.spanContext.spanId],
+  ]);
+  expect(retry?.attributes).toMatchObject({
+    "replayable.dead_letter.id": "1",
+    "replayable.outcome": "failed",
+    "replayable.error.code": "DECODE_FAILED",
+    "kafka.offset": 1,
+  });
+  expect(receiver.spans().some((s) => s.parentSpanId === retry?.spanId && s.kind === SPAN_KIND.client)).toBe(
+    true,
+  );
+
   // The recorder sees the SDK when tracing is on, so the test below can fail.
   const packages = openTelemetryPackages(loadedModules(loaded));
   for (const name of ["sdk-trace", "exporter-trace-otlp-http", "resources", "core"])
