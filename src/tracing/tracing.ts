@@ -114,7 +114,7 @@ export async function startTracing(options: StartTracingOptions): Promise<Tracin
     import("./otel/spans.js"),
   ]);
   const sdk = startSdk();
-  options.log.info({ resource: sdk.serviceName }, "exporting traces (OTLP)");
+  options.log.info({ serviceName: sdk.serviceName }, "exporting traces (OTLP)");
   return createTracing(sdk.tracerProvider, options.log, () => sdk.shutdown());
 }
 
