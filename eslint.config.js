@@ -45,4 +45,26 @@ export default tseslint.config(
       ],
     },
   },
+  {
+    // Traces are off by default and then nothing of OpenTelemetry may be loaded: only
+    // src/tracing/otel/, which src/tracing/tracing.ts loads with import() when tracing is on,
+    // imports it; elsewhere its types only (erased). docs/observability.md.
+    files: ["src/**/*.ts"],
+    ignores: ["src/tracing/otel/**"],
+    rules: {
+      "@typescript-eslint/no-restricted-imports": [
+        "error",
+        {
+          patterns: [
+            {
+              group: ["@opentelemetry/*"],
+              allowTypeImports: true,
+              message:
+                "OpenTelemetry is loaded only when tracing is on: import its types here, its code in src/tracing/otel/ (loaded by src/tracing/tracing.ts).",
+            },
+          ],
+        },
+      ],
+    },
+  },
 );

@@ -49,6 +49,8 @@ const intFrom = (min: number, max: number, unit: string) => {
 const NAME = /^[a-z][a-z0-9_]{0,62}$/;
 /** REPLAYABLE_MEMORY_BUDGET_BYTES's default, bytes (docs/benchmarks.md "The memory budget"). */
 const MEMORY_BUDGET_DEFAULT = 33_554_432;
+/** The values of OTEL_TRACES_EXPORTER replayable accepts ("" is the unset default: none). */
+const TRACES_EXPORTERS = ["otlp", "none", ""] as const;
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 
 function validPort(text: string): boolean {
@@ -213,6 +215,22 @@ const schema = z.object({
       }),
     )
     .optional(),
+  // OpenTelemetry traces (docs/observability.md): off unless OTEL_TRACES_EXPORTER names otlp. The
+  // SDK reads the other OTEL_* variables (endpoint, protocol, headers, resource) itself.
+  OTEL_TRACES_EXPORTER: z
+    .string()
+    .trim()
+    .toLowerCase()
+    .transform((s) => s.split(",").map((e) => e.trim()))
+    .pipe(
+      z.array(
+        z.enum(TRACES_EXPORTERS, {
+          message: `must be "otlp" or "none" (replayable ships the OTLP exporter only; unset or empty: none)`,
+        }),
+      ),
+    )
+    .optional(),
+  OTEL_SDK_DISABLED: trueOrFalse("false"),
 });
 
 /** Variables named REPLAYABLE_* that are read outside this file (not settings of the service). */
@@ -302,6 +320,11 @@ export interface Config {
   readonly logFormat: LogFormat | undefined;
   /** Topic that dead letters are also published to after COMMIT; undefined when not configured. */
   readonly dlqTopic: string | undefined;
+  /**
+   * Where traces go: `otlp` when OTEL_TRACES_EXPORTER names it (and OTEL_SDK_DISABLED is not
+   * true), else `none`, the default: no OpenTelemetry SDK is loaded (docs/observability.md).
+   */
+  readonly tracesExporter: "otlp" | "none";
 }
 
 /** The environment variable names {@link loadConfig} reads. */
@@ -459,6 +482,7 @@ function freezeConfig(c: z.output<typeof schema>, security: KafkaSecurity): Conf
     logLevel: c.LOG_LEVEL,
     logFormat: c.LOG_FORMAT,
     dlqTopic: c.REPLAYABLE_DLQ_TOPIC,
+    tracesExporter: !c.OTEL_SDK_DISABLED && (c.OTEL_TRACES_EXPORTER ?? []).includes("otlp") ? "otlp" : "none",
   });
 }
 

@@ -5,6 +5,7 @@
  * them in order. The data flow itself is the {@link Member}'s and its {@link PartitionWorker}s'.
  * `start()` and `stop()` are idempotent; stop runs in reverse order of start.
  */
+import type { TracerProvider } from "@opentelemetry/api";
 import pLimit from "p-limit";
 import type pg from "pg";
 import type { Logger } from "pino";
@@ -39,6 +40,8 @@ import { ProjectionLockSession } from "./projectionLockSession.js";
 import { ProgressReporter, type ProgressTotals } from "./progressReporter.js";
 import { selectVersions } from "../sql/projectionVersions.js";
 import type { VersionedInstance } from "../versions/versionNames.js";
+import { startTracing, type Tracing } from "../tracing/tracing.js";
+import type { TransactionRunner } from "./partitionWorker.js";
 
 /** Options for {@link ConsumerService}. */
 export interface ConsumerServiceOptions {
@@ -63,6 +66,13 @@ export interface ConsumerServiceOptions {
    * (re)authentication; overrides the config file's `kafkaOauthBearerProvider` (docs/security.md).
    */
   readonly oauthBearerProvider?: OauthBearerProvider;
+  /**
+   * Your OpenTelemetry tracer provider: each transaction becomes a span of it, its statements
+   * child spans (docs/observability.md), whatever OTEL_TRACES_EXPORTER says; the service flushes
+   * it on stop but never shuts it down. Absent: traces follow OTEL_TRACES_EXPORTER (`otlp` starts
+   * the SDK; default none, and nothing of OpenTelemetry is loaded).
+   */
+  readonly tracerProvider?: TracerProvider;
 }
 
 /** What {@link ConsumerServiceOptions.onBatchCommitted} reports about one transaction. */
@@ -140,6 +150,9 @@ export class ConsumerService {
   private fatal: Error | undefined;
   private readonly dlq: DeadLetterPublisher | undefined;
   private readonly dlqForwarder: DeadLetterForwarder | undefined;
+  /** The transaction runner; start() replaces it with the traced one when tracing is on. */
+  private runTransaction: TransactionRunner;
+  private tracing: Tracing | undefined;
 
   constructor(private readonly options: ConsumerServiceOptions) {
     const { config, projection } = options;
@@ -194,6 +207,7 @@ export class ConsumerService {
       });
     this.events = new MemberEvents(log);
     this.budget = this.createBudget();
+    this.runTransaction = this.transactionRunner(undefined);
     this.observe(this.events);
     this.member = this.createMember(kafka);
   }
@@ -258,17 +272,24 @@ export class ConsumerService {
     });
   }
 
+  /** Each transaction on a pooled connection; a span of `tracing` when given. */
+  private transactionRunner(tracing: Tracing | undefined): TransactionRunner {
+    const { config, projection } = this.options;
+    return poolTransactionRunner({
+      pool: this.pool,
+      projection,
+      lockTimeoutMs: config.lockTimeoutMs,
+      maxRecordBytes: config.maxRecordBytes,
+      maxRecordHeaders: config.maxRecordHeaders,
+      tracing: tracing === undefined ? undefined : { tracing, groupId: config.groupId },
+    });
+  }
+
   /** What every partition worker shares: the transaction runner, slots, limits and retry timing. */
   private workerSettings(): WorkerSettings {
-    const { config, projection } = this.options;
+    const { config } = this.options;
     return {
-      runTransaction: poolTransactionRunner({
-        pool: this.pool,
-        projection,
-        lockTimeoutMs: config.lockTimeoutMs,
-        maxRecordBytes: config.maxRecordBytes,
-        maxRecordHeaders: config.maxRecordHeaders,
-      }),
+      runTransaction: (request) => this.runTransaction(request),
       // At most REPLAYABLE_PARTITIONS_CONCURRENTLY transactions at once (back-off waits hold none).
       slots: pLimit(config.partitionsConsumedConcurrently),
       limits: () => this.budget.transactionLimits(),
@@ -337,8 +358,9 @@ export class ConsumerService {
   }
 
   /**
-   * Takes the projection's shared advisory lock (refused while a rebuild holds it), starts the
-   * HTTP server, connects the DLQ producer (when configured) and joins the consumer group.
+   * Starts tracing when it is on (only then is OpenTelemetry loaded), takes the projection's
+   * shared advisory lock (refused while a rebuild holds it), starts the HTTP server, connects the
+   * DLQ producer (when configured) and joins the consumer group.
    * First checks the Kafka login, TLS and the member's ACLs (docs/security.md), so a refusal fails
    * here instead of looping in the consumer's restarts.
    * @throws ReplayableError KAFKA_AUTHENTICATION or KAFKA_AUTHORIZATION (src/kafka/accessCheck.ts).
@@ -356,6 +378,13 @@ export class ConsumerService {
           `invalid configuration:\n  REPLAYABLE_DLQ_TOPIC=${config.dlqTopic}: must not be one of the consumed topics (${this.topics.join(", ")}): the consumer would read its own dead letters`,
         );
       }
+      // Loads OpenTelemetry only when tracing is on (src/tracing/tracing.ts).
+      this.tracing = await startTracing({
+        tracesExporter: config.tracesExporter,
+        tracerProvider: this.options.tracerProvider,
+        log,
+      });
+      if (this.tracing !== undefined) this.runTransaction = this.transactionRunner(this.tracing);
       await checkKafkaAccess({
         ...this.kafkaAccess,
         clientId: config.kafka.clientId,
@@ -399,7 +428,8 @@ export class ConsumerService {
   /**
    * Stops gracefully: no new fetches, the in-flight transaction finishes and its offset is
    * committed, the member leaves the group, then the gauges' refreshers, the HTTP server and
-   * the pools close (reverse order of start). Logs a last progress line.
+   * the pools close (reverse order of start), and the last spans are exported (with tracing on).
+   * Logs a last progress line.
    */
   stop(): Promise<void> {
     this.stopping ??= (async () => {
@@ -424,6 +454,7 @@ export class ConsumerService {
       await this.probePool.end().catch(() => undefined);
       await this.lockPool.end().catch(() => undefined);
       await this.pool.end().catch((error: unknown) => log.warn({ err: error }, "pool end failed"));
+      await this.tracing?.shutdown();
       log.info("consumer stopped");
       this.resolveDone(this.fatal ? { kind: "failed", error: this.fatal } : { kind: "stopped" });
     })();

@@ -4,6 +4,7 @@
  */
 import type pg from "pg";
 import type { Projection } from "../projection.js";
+import type { Tracing } from "../tracing/tracing.js";
 import { applyBatch } from "./applyBatch.js";
 import type { TransactionRunner } from "./partitionWorker.js";
 
@@ -17,6 +18,11 @@ export interface PoolTransactionRunnerOptions {
   readonly maxRecordBytes: number;
   /** REPLAYABLE_MAX_RECORD_HEADERS: records with more headers are dead-lettered; default 1000. */
   readonly maxRecordHeaders?: number;
+  /**
+   * When tracing is on: each transaction is a span, its queries child spans (src/tracing/); the
+   * consumer group names the span's `messaging.consumer.group.name`.
+   */
+  readonly tracing?: { readonly tracing: Tracing; readonly groupId: string } | undefined;
 }
 
 /**
@@ -25,7 +31,7 @@ export interface PoolTransactionRunnerOptions {
  * COMMIT, the wait for a connection left out.
  */
 export function poolTransactionRunner(options: PoolTransactionRunnerOptions): TransactionRunner {
-  const { pool, projection, lockTimeoutMs, maxRecordBytes, maxRecordHeaders } = options;
+  const { pool, projection, lockTimeoutMs, maxRecordBytes, maxRecordHeaders, tracing } = options;
   return async (request) => {
     let client: pg.PoolClient | undefined;
     try {
@@ -33,14 +39,30 @@ export function poolTransactionRunner(options: PoolTransactionRunnerOptions): Tr
       // The failing query rejects too; this only keeps the "error" event from crashing the process.
       client.on("error", ignoreClientError);
       const started = process.hrtime.bigint();
-      const result = await applyBatch({
-        client,
-        projection,
-        lockTimeoutMs,
-        maxRecordBytes,
-        maxRecordHeaders,
-        ...request,
-      });
+      const apply = (transactionClient: pg.PoolClient) =>
+        applyBatch({
+          client: transactionClient,
+          projection,
+          lockTimeoutMs,
+          maxRecordBytes,
+          maxRecordHeaders,
+          ...request,
+        });
+      const result =
+        tracing === undefined
+          ? await apply(client)
+          : await tracing.tracing.transaction(
+              {
+                topic: request.topic,
+                partition: request.partition,
+                groupId: tracing.groupId,
+                projection: projection.name,
+                records: request.records,
+                throughOffset: request.throughOffset,
+              },
+              client,
+              apply,
+            );
       const durationMs = Number(process.hrtime.bigint() - started) / 1e6;
       client.removeListener("error", ignoreClientError);
       client.release();

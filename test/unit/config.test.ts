@@ -108,6 +108,11 @@ describe("loadConfig refuses each bad setting, naming the variable and what is v
       "REPLAYABLE_MAX_BATCH_RECORD=5: is not a setting; did you mean REPLAYABLE_MAX_BATCH_RECORDS?",
     ],
     [
+      { OTEL_TRACES_EXPORTER: "jaeger" },
+      'OTEL_TRACES_EXPORTER=jaeger: must be "otlp" or "none" (replayable ships the OTLP exporter only; unset or empty: none)',
+    ],
+    [{ OTEL_SDK_DISABLED: "yes" }, 'OTEL_SDK_DISABLED=yes: must be "true" or "false"'],
+    [
       { REPLAYABLE_VERBOSE: "1" },
       'REPLAYABLE_VERBOSE=1: is not a setting (the settings are listed under "Configuration" in README.md)',
     ],
@@ -142,6 +147,18 @@ describe("loadConfig refuses each bad setting, naming the variable and what is v
     expect(config.groupId).toBe("ledger");
     expect(config.dlqTopic).toBeUndefined();
     expect(Object.isFrozen(config)).toBe(true);
+  });
+
+  it("keeps traces off unless OTEL_TRACES_EXPORTER names otlp and OTEL_SDK_DISABLED is not true", () => {
+    expect(loadConfig({}).tracesExporter).toBe("none");
+    expect(loadConfig({ OTEL_TRACES_EXPORTER: "none" }).tracesExporter).toBe("none");
+    expect(loadConfig({ OTEL_TRACES_EXPORTER: " OTLP " }).tracesExporter).toBe("otlp");
+    expect(loadConfig({ OTEL_TRACES_EXPORTER: "otlp", OTEL_SDK_DISABLED: "true" }).tracesExporter).toBe(
+      "none",
+    );
+    expect(loadConfig({ OTEL_TRACES_EXPORTER: "otlp", OTEL_SDK_DISABLED: "false" }).tracesExporter).toBe(
+      "otlp",
+    );
   });
 
   it("reads REPLAYABLE_DLQ_TOPIC", () => {

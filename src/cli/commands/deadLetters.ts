@@ -9,6 +9,7 @@ import type pg from "pg";
 import { createPool } from "../../db/pool.js";
 import { checkDatabase } from "../../db/startupCheck.js";
 import { retryDeadLetter, type RetryOutcome } from "../../engine/retryDeadLetter.js";
+import { inCommandSpan, type Tracing } from "../../tracing/tracing.js";
 import { ReplayableError } from "../../errors.js";
 import { resolveDeadLetter } from "../../sql/resolveDeadLetter.js";
 import { selectDeadLetters, type DeadLetter, type DeadLetterFilter } from "../../sql/selectDeadLetters.js";
@@ -254,32 +255,57 @@ async function retryAction(flags: ChangeFlags): Promise<void> {
       dryRun("retry", letters, flags.output);
       return;
     }
-    const results: RetryResult[] = [];
-    for (const letter of letters) {
-      const client = await pool.connect();
-      try {
-        const outcome = await retryDeadLetter({
-          client,
-          projection,
-          id: letter.id,
-          maxRecordBytes: config.maxRecordBytes,
-          maxRecordHeaders: config.maxRecordHeaders,
-          resolvedBy: operator(),
-          log,
-        });
-        results.push({
-          id: letter.id,
-          offset: `${letter.record.topic}/${letter.record.partition}@${letter.record.offset}`,
-          outcome,
-        });
-      } finally {
-        client.release();
+    const traced = { tracesExporter: config.tracesExporter, log };
+    const attributes = {
+      "replayable.projection": projection.name,
+      "replayable.dead_letters": letters.length,
+    };
+    const results = await inCommandSpan(traced, "dead-letters retry", attributes, async (tracing) => {
+      const results: RetryResult[] = [];
+      for (const letter of letters) {
+        const client = await pool.connect();
+        try {
+          const retry = (retryClient: pg.PoolClient) =>
+            retryDeadLetter({
+              client: retryClient,
+              projection,
+              id: letter.id,
+              maxRecordBytes: config.maxRecordBytes,
+              maxRecordHeaders: config.maxRecordHeaders,
+              resolvedBy: operator(),
+              log,
+            });
+          const outcome = await tracedRetry(tracing, letter, projection.name, client, retry);
+          results.push({
+            id: letter.id,
+            offset: `${letter.record.topic}/${letter.record.partition}@${letter.record.offset}`,
+            outcome,
+          });
+        } finally {
+          client.release();
+        }
       }
-    }
+      return results;
+    });
     printRetryResults(results, flags.output);
   } finally {
     await pool.end();
   }
+}
+
+/**
+ * One letter's retry, a span of its own with tracing on: linked to the span that produced the
+ * original record (its stored `traceparent`), its statements child spans (docs/observability.md).
+ */
+function tracedRetry(
+  tracing: Tracing | undefined,
+  letter: DeadLetter,
+  projection: string,
+  client: pg.PoolClient,
+  retry: (client: pg.PoolClient) => Promise<RetryOutcome>,
+): Promise<RetryOutcome> {
+  if (tracing === undefined) return retry(client);
+  return tracing.deadLetterRetry({ id: letter.id, projection, record: letter.record }, client, retry);
 }
 
 /** Prints what each retry did and the totals; sets exit code 1 if any failed again. */

@@ -18,6 +18,7 @@ import {
 } from "../common.js";
 import { reportSwap, versionOption, versionedProjection } from "../versionCommand.js";
 import { ReplayableError } from "../../errors.js";
+import { inCommandSpan, outcomeAttributes } from "../../tracing/tracing.js";
 
 interface PromoteFlags extends ConnectionFlags {
   projection?: string;
@@ -73,35 +74,40 @@ async function promoteAction(flags: PromoteFlags): Promise<void> {
   const waitMs = intFlag("--wait-ms", flags.waitMs, 0, 3_600_000, 30_000);
   const lockTimeoutMs = intFlag("--lock-timeout-ms", flags.lockTimeoutMs, 1, 3_600_000, 5_000);
   const log = cliLogger(config);
-  const pool = createPool({ connectionString: config.databaseUrl, max: 2 });
-  try {
-    const { row } = await resolveVersion(pool, projection, version);
-    // The lag and the audit row read both versions' committed offsets: both groups are checked.
-    const live = await resolveVersion(pool, projection);
-    const admin = await cliAdmin(config, log, {
-      groupId: row.groupId,
-      groupOperation: "Describe",
-      topics: config.topics,
-      topicOperations: ["Describe"],
-      describedGroups: live.row.groupId === row.groupId ? [] : [live.row.groupId],
-    });
+  const attributes = { "replayable.projection": projection.name, "replayable.version": version };
+  const traced = { tracesExporter: config.tracesExporter, log };
+  await inCommandSpan(traced, "promote", attributes, async (_tracing, annotate) => {
+    const pool = createPool({ connectionString: config.databaseUrl, max: 2 });
     try {
-      const outcome = await promote({
-        admin,
-        pool,
-        projection,
-        version,
+      const { row } = await resolveVersion(pool, projection, version);
+      // The lag and the audit row read both versions' committed offsets: both groups are checked.
+      const live = await resolveVersion(pool, projection);
+      const admin = await cliAdmin(config, log, {
+        groupId: row.groupId,
+        groupOperation: "Describe",
         topics: config.topics,
-        maxLag: BigInt(flags.maxLag),
-        allowDifferent: flags.allowDifferent === true,
-        waitMs,
-        lockTimeoutMs,
+        topicOperations: ["Describe"],
+        describedGroups: live.row.groupId === row.groupId ? [] : [live.row.groupId],
       });
-      reportSwap(projection.name, "promote", outcome, flags.output);
+      try {
+        const outcome = await promote({
+          admin,
+          pool,
+          projection,
+          version,
+          topics: config.topics,
+          maxLag: BigInt(flags.maxLag),
+          allowDifferent: flags.allowDifferent === true,
+          waitMs,
+          lockTimeoutMs,
+        });
+        annotate(outcomeAttributes(outcome));
+        reportSwap(projection.name, "promote", outcome, flags.output);
+      } finally {
+        await admin.close();
+      }
     } finally {
-      await admin.close();
+      await pool.end();
     }
-  } finally {
-    await pool.end();
-  }
+  });
 }

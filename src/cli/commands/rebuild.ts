@@ -29,6 +29,7 @@ import {
   type MetricsServerFlags,
 } from "../common.js";
 import { withCommandResources } from "../commandResources.js";
+import { inCommandSpan, outcomeAttributes } from "../../tracing/tracing.js";
 
 interface RebuildFlags extends ConnectionFlags, MetricsServerFlags {
   projection?: string;
@@ -104,23 +105,40 @@ async function rebuildAction(flags: RebuildFlags): Promise<void> {
   const log = cliLogger(config);
   await checkDatabase(config.databaseUrl, flags.execute === true ? ["rebuild"] : [], projection.tables);
   const doIt = { execute: flags.execute === true, force: flags.force === true };
-  const created = await withCommandResources(async (open): Promise<number | undefined> => {
-    const admin = await open.admin(config, log, {
-      groupId: config.groupId,
-      groupOperation: flags.execute === true ? "Read" : "Describe",
-      topics: config.topics,
-      topicOperations: [flags.execute === true ? "Read" : "Describe", "DescribeConfigs"],
-    });
-    const pool = open.pool(config, 2);
-    const options = { admin, pool, projection, groupId: config.groupId, topics: config.topics, log };
-    if (flags.blueGreen !== true) {
-      report(await rebuild({ ...options, ...doIt }), flags.output);
-      return undefined;
-    }
-    const outcome = await blueGreenRebuild({ ...options, ...doIt });
-    reportBlueGreen(outcome, flags.output, runsAfter);
-    return outcome.kind === "executed" && runsAfter ? outcome.plan.version : undefined;
-  });
+  const attributes = {
+    "replayable.projection": projection.name,
+    "messaging.consumer.group.name": config.groupId,
+    "replayable.execute": doIt.execute,
+    "replayable.force": doIt.force,
+    "replayable.blue_green": flags.blueGreen === true,
+  };
+  const traced = { tracesExporter: config.tracesExporter, log };
+  // The span ends before a blue/green member goes on running: that member traces its own transactions.
+  const created = await inCommandSpan(traced, "rebuild", attributes, (_tracing, annotate) =>
+    withCommandResources(async (open): Promise<number | undefined> => {
+      const admin = await open.admin(config, log, {
+        groupId: config.groupId,
+        groupOperation: flags.execute === true ? "Read" : "Describe",
+        topics: config.topics,
+        topicOperations: [flags.execute === true ? "Read" : "Describe", "DescribeConfigs"],
+      });
+      const pool = open.pool(config, 2);
+      const options = { admin, pool, projection, groupId: config.groupId, topics: config.topics, log };
+      if (flags.blueGreen !== true) {
+        const outcome = await rebuild({ ...options, ...doIt });
+        annotate(outcomeAttributes(outcome));
+        report(outcome, flags.output);
+        return undefined;
+      }
+      const outcome = await blueGreenRebuild({ ...options, ...doIt });
+      annotate({
+        ...outcomeAttributes(outcome),
+        "replayable.version": outcome.kind === "refused" ? undefined : outcome.plan.version,
+      });
+      reportBlueGreen(outcome, flags.output, runsAfter);
+      return outcome.kind === "executed" && runsAfter ? outcome.plan.version : undefined;
+    }),
+  );
   // After the rebuild's own connections are closed.
   if (created !== undefined) await runCreated(setup, projection, created);
 }

@@ -21,6 +21,7 @@ import {
   type ConnectionFlags,
 } from "../common.js";
 import { withCommandResources } from "../commandResources.js";
+import { inCommandSpan, outcomeAttributes } from "../../tracing/tracing.js";
 import { commandTarget } from "../commandTarget.js";
 import {
   resolveVersionTarget,
@@ -101,27 +102,36 @@ async function replayAction(flags: ReplayFlags): Promise<void> {
   const group = flags.group ?? (process.env.REPLAYABLE_GROUP_ID || undefined);
   const log = cliLogger(config);
   await checkDatabase(config.databaseUrl, []);
-  await withCommandResources(async (open) => {
-    const pool = open.pool(config, 2);
-    const target = await resolveVersionTarget(pool, registered, flags.version, group, chosen.groupId);
-    const admin = await open.admin(config, log, {
-      groupId: target.groupId,
-      groupOperation: flags.execute === true ? "Read" : "Describe",
-      topics: scope.topics?.map((t) => t.topic) ?? [],
-      topicOperations: [flags.execute === true ? "Read" : "Describe"],
-    });
-    const outcome = await replay({
-      admin,
-      pool,
-      groupId: target.groupId,
-      projection: target.projection.name,
-      scope,
-      spec,
-      execute: flags.execute === true,
-      log,
-    });
-    report(outcome, flags.output, target);
-  });
+  const attributes = {
+    "replayable.projection": registered.name,
+    "replayable.execute": flags.execute === true,
+    "replayable.reset": spec.kind,
+  };
+  const traced = { tracesExporter: config.tracesExporter, log };
+  await inCommandSpan(traced, "replay", attributes, (_tracing, annotate) =>
+    withCommandResources(async (open) => {
+      const pool = open.pool(config, 2);
+      const target = await resolveVersionTarget(pool, registered, flags.version, group, chosen.groupId);
+      const admin = await open.admin(config, log, {
+        groupId: target.groupId,
+        groupOperation: flags.execute === true ? "Read" : "Describe",
+        topics: scope.topics?.map((t) => t.topic) ?? [],
+        topicOperations: [flags.execute === true ? "Read" : "Describe"],
+      });
+      const outcome = await replay({
+        admin,
+        pool,
+        groupId: target.groupId,
+        projection: target.projection.name,
+        scope,
+        spec,
+        execute: flags.execute === true,
+        log,
+      });
+      annotate({ ...outcomeAttributes(outcome), "messaging.consumer.group.name": target.groupId });
+      report(outcome, flags.output, target);
+    }),
+  );
 }
 
 function report(outcome: ReplayOutcome, output: "table" | "json", target: VersionTarget): void {

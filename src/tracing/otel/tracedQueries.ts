@@ -1,0 +1,109 @@
+/**
+ * PostgreSQL statements as child spans of a transaction's span (the database client semantic
+ * conventions, stable since semconv 1.33: `db.system.name=postgresql`, `db.query.text`,
+ * `db.operation.name`, `db.namespace`, `server.address`, `server.port`, `db.response.status_code`).
+ *
+ * Why not @opentelemetry/instrumentation-pg: it patches `pg` when the module is first required
+ * (require-in-the-middle) or, for ES modules, through a loader hook given at process start
+ * (`--import`); replayable is ES modules, imports `pg` before it knows whether tracing is on, and
+ * loads the SDK only when it is. So the one client checked out for a transaction gets an own
+ * `query` for that transaction only, which starts a span around the prototype's `query`; it is
+ * removed before the client goes back to the pool. Nothing of `pg` is patched globally, and a
+ * tracer provider the library user passes gets the same spans without any instrumentation set up.
+ */
+import { SpanKind, SpanStatusCode, type Attributes, type Context, type Tracer } from "@opentelemetry/api";
+import {
+  ATTR_DB_NAMESPACE,
+  ATTR_DB_OPERATION_NAME,
+  ATTR_DB_QUERY_TEXT,
+  ATTR_DB_RESPONSE_STATUS_CODE,
+  ATTR_DB_SYSTEM_NAME,
+  ATTR_ERROR_TYPE,
+  ATTR_SERVER_ADDRESS,
+  ATTR_SERVER_PORT,
+  DB_SYSTEM_NAME_VALUE_POSTGRESQL,
+} from "@opentelemetry/semantic-conventions";
+import type pg from "pg";
+import { errorMessage } from "../../errors.js";
+
+/** The connection fields of a node-postgres client (public fields of pg.Client). */
+interface ClientConnection {
+  readonly database?: string | undefined;
+  readonly host?: string | undefined;
+  readonly port?: number | undefined;
+}
+
+type Query = (...args: unknown[]) => unknown;
+
+/**
+ * Makes each promise-returning `client.query(...)` a span (kind CLIENT, child of `parent`) until
+ * the returned function is called. A query with a callback or a submittable (a cursor, a stream)
+ * passes through untraced; replayable sends none inside a transaction.
+ * @returns the function that restores the client's own `query`.
+ */
+export function traceQueries(client: pg.PoolClient, tracer: Tracer, parent: Context): () => void {
+  const target = client as unknown as { query: Query };
+  const original = target.query;
+  const own = Object.getOwnPropertyDescriptor(target, "query");
+  const connection = client as unknown as ClientConnection;
+  const base: Attributes = { [ATTR_DB_SYSTEM_NAME]: DB_SYSTEM_NAME_VALUE_POSTGRESQL };
+  if (connection.database !== undefined) base[ATTR_DB_NAMESPACE] = connection.database;
+  if (connection.host !== undefined) base[ATTR_SERVER_ADDRESS] = connection.host;
+  if (connection.port !== undefined) base[ATTR_SERVER_PORT] = connection.port;
+  target.query = function tracedQuery(this: unknown, ...args: unknown[]): unknown {
+    const first = args[0] as string | { text?: unknown; submit?: unknown } | undefined;
+    if (
+      typeof args[args.length - 1] === "function" ||
+      (typeof first === "object" && typeof first?.submit === "function")
+    )
+      return original.apply(this, args);
+    const text = typeof first === "string" ? first : typeof first?.text === "string" ? first.text : undefined;
+    const operation = text === undefined ? undefined : operationName(text);
+    const attributes: Attributes = { ...base };
+    if (text !== undefined) attributes[ATTR_DB_QUERY_TEXT] = text;
+    if (operation !== undefined) attributes[ATTR_DB_OPERATION_NAME] = operation;
+    const span = tracer.startSpan(
+      operation ?? DB_SYSTEM_NAME_VALUE_POSTGRESQL,
+      { kind: SpanKind.CLIENT, attributes },
+      parent,
+    );
+    const failed = (error: unknown) => {
+      const code = (error as { code?: unknown } | null)?.code;
+      if (typeof code === "string") span.setAttribute(ATTR_DB_RESPONSE_STATUS_CODE, code);
+      span.setAttribute(ATTR_ERROR_TYPE, typeof code === "string" ? code : "_OTHER");
+      span.setStatus({ code: SpanStatusCode.ERROR, message: errorMessage(error) });
+      span.end();
+    };
+    let result: unknown;
+    try {
+      result = original.apply(this, args);
+    } catch (error) {
+      failed(error);
+      throw error;
+    }
+    return (result as Promise<unknown>).then(
+      (value) => {
+        span.end();
+        return value;
+      },
+      (error: unknown) => {
+        failed(error);
+        throw error;
+      },
+    );
+  };
+  return () => {
+    if (own !== undefined) Object.defineProperty(target, "query", own);
+    else delete (target as Partial<typeof target>).query;
+  };
+}
+
+/**
+ * The statement's first keyword, upper case (`SELECT`, `INSERT`, `SAVEPOINT`, `BEGIN`): the
+ * span's name and `db.operation.name`; undefined when the text starts with no word. For several
+ * statements in one query (`BEGIN ...; SET LOCAL ...`), the first one's.
+ */
+export function operationName(text: string): string | undefined {
+  const match = /^\s*(?:--[^\n]*\n\s*|\/\*[\s\S]*?\*\/\s*)*([A-Za-z]+)/.exec(text);
+  return match?.[1]?.toUpperCase();
+}
