@@ -233,8 +233,12 @@ const schema = z.object({
   OTEL_SDK_DISABLED: trueOrFalse("false"),
 });
 
-/** Variables named REPLAYABLE_* that are read outside this file (not settings of the service). */
-const OTHER_VARIABLES = new Set(["REPLAYABLE_FAILPOINTS", "REPLAYABLE_CONFIG"]);
+/**
+ * Variables named REPLAYABLE_* that are read outside this file (not settings of the service): fail
+ * points (src/support/failpoints.ts), the config file's path, and make demo's database
+ * (scripts/demo.ts, which passes its environment on to the members it starts).
+ */
+const OTHER_VARIABLES = new Set(["REPLAYABLE_FAILPOINTS", "REPLAYABLE_CONFIG", "REPLAYABLE_DEMO_DATABASE"]);
 
 /** The parsed, frozen configuration. Units are in the names (ms, bytes). */
 export interface Config {

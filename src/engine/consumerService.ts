@@ -255,6 +255,10 @@ export class ConsumerService {
       kafka,
       groupId: config.groupId,
       topics: this.topics,
+      topicsSource:
+        config.topics.length > 0
+          ? "REPLAYABLE_TOPICS, --topic or the config file's topics"
+          : `projection ${this.options.projection.name}'s default topics; name others with --topic`,
       sessionTimeoutMs: config.sessionTimeoutMs,
       heartbeatIntervalMs: config.heartbeatIntervalMs,
       partitionsConsumedConcurrently: config.partitionsConsumedConcurrently,

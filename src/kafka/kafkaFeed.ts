@@ -36,6 +36,8 @@ export interface KafkaFeedOptions {
   readonly kafka: Kafka;
   readonly groupId: string;
   readonly topics: readonly string[];
+  /** Where `topics` came from, for the error naming one that does not exist (default: REPLAYABLE_TOPICS or --topic). */
+  readonly topicsSource?: string;
   readonly sessionTimeoutMs: number;
   readonly heartbeatIntervalMs: number;
   /** KafkaJS `partitionsConsumedConcurrently`: how many fetched batches it hands over at once. */
@@ -172,7 +174,11 @@ export class KafkaFeed implements Feed {
     this.listener = listener;
     this.started ??= (async () => {
       await assertKafkajsPatched();
-      await assertTopicsExist(this.options.kafka, this.options.topics, "REPLAYABLE_TOPICS or --topic");
+      await assertTopicsExist(
+        this.options.kafka,
+        this.options.topics,
+        this.options.topicsSource ?? "REPLAYABLE_TOPICS or --topic",
+      );
       await this.consumer.connect();
       await this.consumer.subscribe({ topics: [...this.options.topics], fromBeginning: true });
       await this.consumer.run(this.runConfig());

@@ -142,8 +142,12 @@ describe("loadConfig refuses each bad setting, naming the variable and what is v
     );
   });
 
-  it("accepts the defaults, an empty value as unset, and REPLAYABLE_FAILPOINTS", () => {
-    const config = loadConfig({ REPLAYABLE_GROUP_ID: "", REPLAYABLE_FAILPOINTS: "in-apply=sleep:1@1" });
+  it("accepts the defaults, an empty value as unset, REPLAYABLE_FAILPOINTS and make demo's REPLAYABLE_DEMO_DATABASE", () => {
+    const config = loadConfig({
+      REPLAYABLE_GROUP_ID: "",
+      REPLAYABLE_FAILPOINTS: "in-apply=sleep:1@1",
+      REPLAYABLE_DEMO_DATABASE: "replayable_demo_2",
+    });
     expect(config.groupId).toBe("ledger");
     expect(config.dlqTopic).toBeUndefined();
     expect(Object.isFrozen(config)).toBe(true);

@@ -60,7 +60,7 @@ describe("run refuses bad settings at start", () => {
       ["--topic", "no-such-topic-7f3a"],
       {},
       2,
-      "topic no-such-topic-7f3a (REPLAYABLE_TOPICS or --topic) does not exist on the cluster",
+      "topic no-such-topic-7f3a (REPLAYABLE_TOPICS, --topic or the config file's topics) does not exist on the cluster",
     ],
     [
       "a DLQ topic that does not exist",
