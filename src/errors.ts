@@ -138,8 +138,11 @@ export function sqlState(error: unknown): string | undefined {
 
 function ownSqlState(error: object): string | undefined {
   const code = (error as { code?: unknown }).code;
-  // SQLSTATE classes are two digits, or F0, HV, P0, XX; "EPIPE" is an errno, not a SQLSTATE.
-  return typeof code === "string" && /^(?:[0-9]{2}|F0|HV|P0|XX)[0-9A-Z]{3}$/.test(code) ? code : undefined;
+  // SQLSTATE classes begin with a digit (08, 3D, 0A, 2B, ...), or are F0, HV, P0, XX (PostgreSQL
+  // "Appendix A. Error Codes"); "EPIPE" is an errno, not a SQLSTATE.
+  return typeof code === "string" && /^(?:[0-9][0-9A-Z]|F0|HV|P0|XX)[0-9A-Z]{3}$/.test(code)
+    ? code
+    : undefined;
 }
 
 /**

@@ -69,6 +69,8 @@ function explain(error: object, sslMode: string): string | undefined {
     return `the server's pg_hba.conf admits no such connection (${message}); ask its administrator for a hostssl entry for this user, database and address`;
   if (state === "28000" && /certificate/i.test(message))
     return `the server wants a client certificate (${message}); add sslcert=<certificate file>&sslkey=<key file> to DATABASE_URL`;
+  if (state === "3D000")
+    return `${message}; create it (createdb, or CREATE DATABASE) or correct the database name in DATABASE_URL`;
   if (state === "28P01" || (state === "28000" && /authentication failed/.test(message)))
     return `${message}; check the user and password of DATABASE_URL`;
   if (message === "The server does not support SSL connections")
@@ -93,4 +95,33 @@ function causes(error: unknown): object[] {
     current = (current as { cause?: unknown }).cause;
   }
   return chain;
+}
+
+/** Node's codes for a server that does not answer at the address (refused, no such host, no route). */
+const UNREACHABLE = new Set(["ECONNREFUSED", "ENOTFOUND", "EHOSTUNREACH", "ENETUNREACH", "EAI_AGAIN"]);
+
+/**
+ * The error for a first connection that found no server at the address of `url`: a DATABASE error
+ * (the CLI exits 1: a server that is starting may answer on the next try) naming the address and
+ * where to correct it; undefined for any other failure.
+ */
+export function unreachableServer(error: unknown, url: string): ReplayableError | undefined {
+  const found = causes(error).find((e) => {
+    const code = (e as { code?: unknown }).code;
+    return typeof code === "string" && UNREACHABLE.has(code);
+  });
+  if (found === undefined) return undefined;
+  const code = (found as { code: string }).code;
+  let at = "the host and port";
+  try {
+    const parsed = new URL(url);
+    at = `${parsed.hostname || "localhost"}:${parsed.port || "5432"}`;
+  } catch {
+    // An unparsable URL fails elsewhere, naming DATABASE_URL.
+  }
+  return new ReplayableError(
+    "DATABASE",
+    `no PostgreSQL server answers at ${at} (${code}: ${errorMessage(found)}), the address of DATABASE_URL (or --database-url, or the config file's databaseUrl): start the server, or correct the host and port`,
+    { cause: error, context: { variables: ["DATABASE_URL"] } },
+  );
 }

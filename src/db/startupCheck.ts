@@ -4,7 +4,7 @@
  * before any record is read.
  */
 import { missingTables } from "../sql/tableExists.js";
-import { explainConnectionError } from "./connectionProblem.js";
+import { explainConnectionError, unreachableServer } from "./connectionProblem.js";
 import { ENGINE_TABLES, notMigratedError } from "./notMigrated.js";
 import { createPool } from "./pool.js";
 import { checkPrivileges, type Work } from "./privileges.js";
@@ -12,8 +12,8 @@ import { checkPrivileges, type Work } from "./privileges.js";
 /**
  * Connects once to `databaseUrl`, checks that replayable's schema exists (unless `work` holds
  * `migrate`, which creates it), and checks the privileges of each of `work` (e.g. `["apply"]` for
- * `run`) for projections with derived `tables`. Connection failures that are not a TLS or
- * credential mismatch (an outage) are thrown as they are.
+ * `run`) for projections with derived `tables`. No server at the address is a DATABASE error naming
+ * it; other connection failures that are not a TLS or credential mismatch are thrown as they are.
  * @throws ReplayableError CONFIG_INVALID: an invalid TLS parameter, a TLS or password mismatch
  *   (explainConnectionError), or missing privileges (checkPrivileges).
  * @throws ReplayableError NOT_MIGRATED when replayable's tables do not exist: run `replayable migrate`.
@@ -26,7 +26,7 @@ export async function checkDatabase(
   const pool = createPool({ connectionString: databaseUrl, max: 1 });
   try {
     const client = await pool.connect().catch((error: unknown) => {
-      throw explainConnectionError(error, databaseUrl) ?? error;
+      throw explainConnectionError(error, databaseUrl) ?? unreachableServer(error, databaseUrl) ?? error;
     });
     try {
       // Every command but `migrate` needs replayable's tables: say so before a privilege check

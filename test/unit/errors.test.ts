@@ -79,6 +79,12 @@ describe("sqlState", () => {
   it("finds the SQLSTATE through a cause chain and ignores errno codes", () => {
     expect(sqlState(new DrizzleQueryError("q", [], pgError("22021")))).toBe("22021");
     expect(sqlState(errno("ECONNRESET"))).toBeUndefined();
+    expect(sqlState(errno("EPIPE"))).toBeUndefined();
+  });
+
+  it("knows the classes with a letter: 3D (no such database), 0A, 3F, 3B, and F0, HV, P0, XX", () => {
+    for (const code of ["3D000", "0A000", "3F000", "3B001", "2BP01", "F0001", "HV000", "P0001", "XX000"])
+      expect(sqlState(pgError(code))).toBe(code);
   });
 });
 

@@ -1,0 +1,34 @@
+/**
+ * A DATABASE_URL that points at no database is named with the fix at the first connection
+ * (newcomer report, issue 28), against the real PostgreSQL: a database that does not exist on the
+ * server (exit 2: no retry creates it) and an address where no server answers (exit 1: a server
+ * that is starting may answer on the next try). Both printed node-postgres's bare error before.
+ */
+import { describe, expect, it } from "vitest";
+import { runCli } from "../../helpers/process.js";
+import { ADMIN_DATABASE_URL, uniqueName } from "../../helpers/stack.js";
+
+describe("a DATABASE_URL that reaches no database", () => {
+  it("names a database that does not exist and how to create it, exit 2", async () => {
+    const url = new URL(ADMIN_DATABASE_URL);
+    const name = uniqueName("no_such_db");
+    url.pathname = `/${name}`;
+    for (const command of [["status", "--projection", "ledger"], ["migrate"]]) {
+      const result = await runCli(command, { DATABASE_URL: url.toString() });
+      expect(result.code, result.stderr).toBe(2);
+      expect(result.stderr).toContain(
+        `(DATABASE_URL or --database-url): database "${name}" does not exist; create it (createdb, or CREATE DATABASE) or correct the database name in DATABASE_URL`,
+      );
+    }
+  });
+
+  it("names an address where no PostgreSQL server answers, exit 1", async () => {
+    const result = await runCli(["status", "--projection", "ledger"], {
+      DATABASE_URL: "postgres://postgres@127.0.0.1:1/test",
+    });
+    expect(result.code, result.stderr).toBe(1);
+    expect(result.stderr).toContain(
+      "replayable: no PostgreSQL server answers at 127.0.0.1:1 (ECONNREFUSED: connect ECONNREFUSED 127.0.0.1:1), the address of DATABASE_URL (or --database-url, or the config file's databaseUrl): start the server, or correct the host and port",
+    );
+  });
+});
