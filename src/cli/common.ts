@@ -333,6 +333,7 @@ export async function cliAdmin(config: Config, log: Logger, needs: KafkaNeeds = 
   await checkKafkaAccess({
     ...context,
     describedGroups: needs.describedGroups,
+    failWhenNoBrokerAnswers: true,
     clientId: `${config.kafka.clientId}-cli`,
     log,
   });

@@ -6,6 +6,7 @@
  * ({@link kafkaSecurityFailure}); anything else (no broker answers yet) is left to the command's
  * own retries.
  */
+import { connect as tcpConnect } from "node:net";
 import { connect as tlsConnect } from "node:tls";
 import kafkajs from "kafkajs";
 import type { Logger } from "pino";
@@ -33,6 +34,12 @@ export interface AccessCheck extends FailureContext {
    * both versions' groups), checked for Describe.
    */
   readonly describedGroups?: readonly string[] | undefined;
+  /**
+   * A one-off command sets it: when the connection fails and no broker of the list accepts a TCP
+   * connection, fail at once naming the brokers, instead of going on into the command's own
+   * retries (a member leaves a broker that is starting to its retries).
+   */
+  readonly failWhenNoBrokerAnswers?: boolean | undefined;
 }
 
 /** How long the TLS probe of a listener waits, ms. */
@@ -59,6 +66,10 @@ export async function checkKafkaAccess(check: AccessCheck): Promise<void> {
     await admin.disconnect().catch(() => undefined);
     const failure = await connectFailure(error, check);
     if (failure !== undefined) throw failure;
+    if (check.failWhenNoBrokerAnswers === true) {
+      const unreachable = await noBrokerAnswers(check.brokers);
+      if (unreachable !== undefined) throw unreachable;
+    }
     check.log.debug({ err: error }, "Kafka access check could not connect; the command goes on");
     return;
   }
@@ -258,5 +269,37 @@ export function speaksTls(broker: string): Promise<boolean | undefined> {
             : undefined,
       ),
     );
+  });
+}
+
+/**
+ * The error when not one of `brokers` accepts a TCP connection (refused, no such host, no answer
+ * within {@link PROBE_TIMEOUT_MS}): KAFKA, naming each broker's failure and the setting; undefined
+ * when one answers (the failure was something else) or the list is empty.
+ */
+async function noBrokerAnswers(brokers: readonly string[]): Promise<ReplayableError | undefined> {
+  if (brokers.length === 0) return undefined;
+  const failures = await Promise.all(brokers.map(tcpFailure));
+  if (failures.some((f) => f === undefined)) return undefined;
+  return new ReplayableError(
+    "KAFKA",
+    `no Kafka broker answers at ${brokers.map((b, i) => `${b} (${failures[i]})`).join(", ")}, the brokers of KAFKA_BROKERS (or --brokers, or the config file's kafkaBrokers): start them, or correct the addresses`,
+    { context: { variables: ["KAFKA_BROKERS"] } },
+  );
+}
+
+/** Why `broker` (host:port) does not accept a TCP connection, or undefined when it does. */
+function tcpFailure(broker: string): Promise<string | undefined> {
+  const colon = broker.lastIndexOf(":");
+  return new Promise((resolve) => {
+    const socket = tcpConnect({ host: broker.slice(0, colon), port: Number(broker.slice(colon + 1)) });
+    const done = (result: string | undefined) => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(result);
+    };
+    const timer = setTimeout(() => done(`no answer within ${PROBE_TIMEOUT_MS} ms`), PROBE_TIMEOUT_MS);
+    socket.once("connect", () => done(undefined));
+    socket.once("error", (e: NodeJS.ErrnoException) => done(e.code ?? e.message));
   });
 }
