@@ -81,8 +81,13 @@ async function runAndReplay(
   expect(await tableChecksums(db.pool, projection.tables)).toEqual(tables);
   expect(await metricOf(again, "replayable_records_applied_total")).toBe(0);
   expect(await metricOf(again, "replayable_records_dead_lettered_total")).toBe(0);
-  // Records below the checkpoint are offset duplicates, whatever the dedupe key.
-  expect(await metricOf(again, "replayable_duplicates_total", { key: "offset" })).toBe(total);
+  // Records below the checkpoint are offset duplicates, whatever the dedupe key. Each delivery
+  // counts: a rebalance during the run (a loaded machine, where the join waits out a slow leave)
+  // delivers the batches handled since the last commit again, so the count is exact only when the
+  // member joined once (seen once in CI: 723 for 607 records).
+  const offsetDuplicates = await metricOf(again, "replayable_duplicates_total", { key: "offset" });
+  if ((await metricOf(again, "replayable_rebalances_total")) === 1) expect(offsetDuplicates).toBe(total);
+  else expect(offsetDuplicates).toBeGreaterThanOrEqual(total);
   return {
     tables,
     deadLetters: await deadLetters(db),
