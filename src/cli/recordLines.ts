@@ -17,55 +17,67 @@ const FIELDS = new Set(["key", "value", "headers"]);
  * - `headers`: an object of string values (absent: none).
  * Blank lines are skipped.
  * @param source the file's name, for the messages.
- * @throws ReplayableError CONFIG_INVALID naming the file, the line and what is valid, for the
- *   first line that is not such an object.
+ * @throws ReplayableError CONFIG_INVALID naming the file and every line that is not such an
+ *   object (the first 20), each with what is wrong, and what is valid.
  * @example parseRecordLines('{"key":"o-1","value":{"id":"o-1"},"headers":{"ce_id":"1"}}\n', "f")
  *   // [{ key: "o-1", value: '{"id":"o-1"}', headers: { ce_id: "1" } }]
  */
 export function parseRecordLines(content: string, source: string): ProducerRecord[] {
   const records: ProducerRecord[] = [];
-  const lines = content.split("\n");
-  for (const [index, raw] of lines.entries()) {
+  const problems: string[] = [];
+  for (const [index, raw] of content.split("\n").entries()) {
     const text = raw.trim();
     if (text === "") continue;
-    const where = `${source} line ${index + 1}`;
-    const bad = (what: string) =>
-      new ReplayableError(
-        "CONFIG_INVALID",
-        `${where}: ${what}; each line is one record, {"key": "k", "value": "text" or any JSON, "headers": {"name": "text"}} (key and headers optional)`,
-      );
-    let line: unknown;
-    try {
-      line = JSON.parse(text);
-    } catch (error) {
-      throw bad(`not JSON (${error instanceof Error ? error.message : String(error)})`);
-    }
-    if (typeof line !== "object" || line === null || Array.isArray(line)) throw bad("not a JSON object");
-    const fields = line as Record<string, unknown>;
-    const unknown = Object.keys(fields).filter((f) => !FIELDS.has(f));
-    if (unknown.length > 0) throw bad(`unknown field ${unknown.map((f) => `"${f}"`).join(", ")}`);
-    const { key, value, headers } = fields;
-    if (key !== undefined && key !== null && typeof key !== "string")
-      throw bad('"key" must be a string or null');
-    if (headers !== undefined && (typeof headers !== "object" || headers === null || Array.isArray(headers)))
-      throw bad('"headers" must be an object of string values');
-    const headerEntries = Object.entries((headers ?? {}) as Record<string, unknown>);
-    for (const [name, v] of headerEntries)
-      if (typeof v !== "string") throw bad(`header "${name}" must be a string`);
-    records.push({
-      key: key ?? null,
-      value:
-        value === undefined || value === null
-          ? null
-          : typeof value === "string"
-            ? value
-            : JSON.stringify(value),
-      ...(headerEntries.length === 0
-        ? {}
-        : { headers: Object.fromEntries(headerEntries) as Record<string, string> }),
-    });
+    const parsed = parseLine(text);
+    if (typeof parsed === "string") problems.push(`${source} line ${index + 1}: ${parsed}`);
+    else records.push(parsed);
+  }
+  if (problems.length > 0) {
+    const shown = problems.slice(0, MAX_PROBLEMS_SHOWN);
+    const more = problems.length - shown.length;
+    throw new ReplayableError(
+      "CONFIG_INVALID",
+      `${shown.join("\n")}${more > 0 ? `\n(and ${more} more)` : ""}\neach line is one record, {"key": "k", "value": "text" or any JSON, "headers": {"name": "text"}} (key and headers optional); nothing was sent`,
+      { context: { lines: problems.length } },
+    );
   }
   if (records.length === 0)
     throw new ReplayableError("CONFIG_INVALID", `${source}: holds no records (one JSON object per line)`);
   return records;
+}
+
+/** How many bad lines one error lists. */
+const MAX_PROBLEMS_SHOWN = 20;
+
+/** One non-blank line as a record, or what is wrong with it. */
+function parseLine(text: string): ProducerRecord | string {
+  let line: unknown;
+  try {
+    line = JSON.parse(text);
+  } catch (error) {
+    return `not JSON (${error instanceof Error ? error.message : String(error)})`;
+  }
+  if (typeof line !== "object" || line === null || Array.isArray(line)) return "not a JSON object";
+  const fields = line as Record<string, unknown>;
+  const unknown = Object.keys(fields).filter((f) => !FIELDS.has(f));
+  if (unknown.length > 0) return `unknown field ${unknown.map((f) => `"${f}"`).join(", ")}`;
+  const { key, value, headers } = fields;
+  if (key !== undefined && key !== null && typeof key !== "string") return '"key" must be a string or null';
+  if (headers !== undefined && (typeof headers !== "object" || headers === null || Array.isArray(headers)))
+    return '"headers" must be an object of string values';
+  const headerEntries = Object.entries((headers ?? {}) as Record<string, unknown>);
+  for (const [name, v] of headerEntries)
+    if (typeof v !== "string") return `header "${name}" must be a string`;
+  return {
+    key: key ?? null,
+    value:
+      value === undefined || value === null
+        ? null
+        : typeof value === "string"
+          ? value
+          : JSON.stringify(value),
+    ...(headerEntries.length === 0
+      ? {}
+      : { headers: Object.fromEntries(headerEntries) as Record<string, string> }),
+  };
 }

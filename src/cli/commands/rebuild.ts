@@ -222,7 +222,9 @@ function report(outcome: RebuildOutcome, output: "table" | "json"): void {
       records: p.records,
     })),
   );
-  const tables = plan.tables.map((t) => `${t.table} (${t.rows} rows)`).join(", ");
+  const tables = plan.tables
+    .map((t) => `${t.table} (${t.rows} ${t.rows === "1" ? "row" : "rows"})`)
+    .join(", ");
   if (outcome.kind === "dry-run") {
     out(
       `--execute would empty ${tables} and the dedupe state (${plan.checkpoints} checkpoints, ${plan.eventIds} event ids), after resetting the group, and resolve ${letters(plan.deadLetters)} of the records it hands back as superseded (the consumer reads those records again).`,

@@ -32,4 +32,15 @@ describe("the records file of `produce --topic T --file F`", () => {
     }
     expect(() => parseRecordLines("\n\n", "empty.jsonl")).toThrow("empty.jsonl: holds no records");
   });
+
+  it("names every bad line at once, the first 20 of them", () => {
+    const file = ['{"value":"ok"}', "not json", '{"value":"v","headers":{"n":1}}', '{"key":1}'].join("\n");
+    expect(() => parseRecordLines(file, "bad.jsonl")).toThrow(
+      /^bad\.jsonl line 2: not JSON \(.*\)\nbad\.jsonl line 3: header "n" must be a string\nbad\.jsonl line 4: "key" must be a string or null\neach line is one record/,
+    );
+    const many = Array.from({ length: 25 }, () => "x").join("\n");
+    expect(() => parseRecordLines(many, "many.jsonl")).toThrow(
+      /many\.jsonl line 20: not JSON .*\n\(and 5 more\)\n/,
+    );
+  });
 });
