@@ -10,6 +10,7 @@ import { checkVersionedRunPrivileges } from "../db/privileges.js";
 import { checkDatabase } from "../db/startupCheck.js";
 import { createPool } from "../db/pool.js";
 import { loadWebConfig } from "../metrics/webConfig.js";
+import { noBrokerAnswers } from "../kafka/accessCheck.js";
 import { createLogger, stderrDestination } from "../logger.js";
 import { createMetrics, type Metrics } from "../metrics/metrics.js";
 import type { Projection } from "../projection.js";
@@ -91,7 +92,11 @@ export async function runProjection(target: RunTarget): Promise<void> {
     await service.start();
   } catch (error) {
     await service.stop();
-    throw reportedError(unreachable(error), kafka);
+    // A KafkaJS connection error is about the brokers, not PostgreSQL (checked above).
+    const named = fromKafkaClient(error)
+      ? ((await noBrokerAnswers(config.kafka.brokers)) ?? error)
+      : unreachable(error);
+    throw reportedError(named, kafka);
   }
   const outcome = await service.done;
   removeHandlers();
@@ -139,6 +144,18 @@ async function versionToRun(
   }
 }
 
+/** True when `error` or one of its causes is KafkaJS's (its names begin with "KafkaJS"). */
+function fromKafkaClient(error: unknown): boolean {
+  for (let e: unknown = error, depth = 0; typeof e === "object" && e !== null && depth < 10; depth++) {
+    const name = (e as { name?: unknown }).name;
+    if (typeof name === "string" && name.startsWith("KafkaJS")) return true;
+    e =
+      (e as { cause?: unknown; originalError?: unknown }).cause ??
+      (e as { originalError?: unknown }).originalError;
+  }
+  return false;
+}
+
 /**
  * A connection error at start, as an error naming the setting: an unreachable server at start is
  * more often a wrong URL than an outage. Other errors are returned as they are.
@@ -147,7 +164,7 @@ function unreachableDatabase(config: Config, error: unknown): unknown {
   return classifyPgError(error).reason === "connection"
     ? new ReplayableError(
         "DATABASE",
-        `cannot reach PostgreSQL at ${redactUrl(config.databaseUrl)} (DATABASE_URL or --database-url): ${errorMessage(error)}`,
+        `cannot reach PostgreSQL at ${redactUrl(config.databaseUrl)} (DATABASE_URL, --database-url or the config file's databaseUrl): ${errorMessage(error)}`,
         { cause: error },
       )
     : error;

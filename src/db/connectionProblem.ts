@@ -38,7 +38,7 @@ export function explainConnectionError(
   if (found === undefined) return undefined;
   return new ReplayableError(
     "CONFIG_INVALID",
-    `cannot connect to PostgreSQL at ${redactUrl(url)} (DATABASE_URL or --database-url): ${found}`,
+    `cannot connect to PostgreSQL at ${redactUrl(url)} (DATABASE_URL, --database-url or the config file's databaseUrl): ${found}`,
     { cause: error, context: { variables: ["DATABASE_URL"] } },
   );
 }
@@ -71,6 +71,8 @@ function explain(error: object, sslMode: string): string | undefined {
     return `the server wants a client certificate (${message}); add sslcert=<certificate file>&sslkey=<key file> to DATABASE_URL`;
   if (state === "3D000")
     return `${message}; create it (createdb, or CREATE DATABASE) or correct the database name in DATABASE_URL`;
+  if (state === "28000" && /^role ".*" does not exist/.test(message))
+    return `${message}; check the user of DATABASE_URL (a role the server has, with LOGIN)`;
   if (state === "28P01" || (state === "28000" && /authentication failed/.test(message)))
     return `${message}; check the user and password of DATABASE_URL`;
   if (message === "The server does not support SSL connections")

@@ -25,7 +25,7 @@ export function notMigratedError(
   const where = databaseUrl === undefined ? "the database" : `the database at ${redactUrl(databaseUrl)}`;
   return new ReplayableError(
     "NOT_MIGRATED",
-    `${where} has no replayable schema (${missing.join(", ")} ${missing.length === 1 ? "does" : "do"} not exist): run \`replayable migrate\` first (with the same DATABASE_URL or --database-url), which creates replayable's tables and then your projections'`,
+    `${where} has no replayable schema (${missing.join(", ")} ${missing.length === 1 ? "does" : "do"} not exist): run \`replayable migrate\` first (with the same DATABASE_URL, --database-url or config file databaseUrl), which creates replayable's tables and then your projections'`,
     { context: { missing } },
   );
 }

@@ -277,7 +277,7 @@ export function speaksTls(broker: string): Promise<boolean | undefined> {
  * within {@link PROBE_TIMEOUT_MS}): KAFKA, naming each broker's failure and the setting; undefined
  * when one answers (the failure was something else) or the list is empty.
  */
-async function noBrokerAnswers(brokers: readonly string[]): Promise<ReplayableError | undefined> {
+export async function noBrokerAnswers(brokers: readonly string[]): Promise<ReplayableError | undefined> {
   if (brokers.length === 0) return undefined;
   const failures = await Promise.all(brokers.map(tcpFailure));
   if (failures.some((f) => f === undefined)) return undefined;

@@ -22,6 +22,7 @@ import type { AddressInfo } from "node:net";
 import type { TLSSocket } from "node:tls";
 import type { Registry } from "prom-client";
 import { scrubSecrets } from "../secrets/secrets.js";
+import { ReplayableError } from "../errors.js";
 import { BasicAuth, type BcryptCompare } from "./basicAuth.js";
 import { loadWebConfig, type WebConfig, type WebTls } from "./webConfig.js";
 
@@ -78,7 +79,8 @@ export interface HttpServer {
  * Starts the metrics and health server; HTTPS and basic authentication as the web configuration
  * file says.
  * @throws ReplayableError CONFIG_INVALID naming REPLAYABLE_METRICS_WEB_CONFIG_FILE when the file is invalid.
- * @throws the listen error (e.g. EADDRINUSE) when the port is taken.
+ * @throws ReplayableError CONFIG_INVALID naming REPLAYABLE_METRICS_PORT when the port is taken
+ *   (EADDRINUSE); any other listen error as it is.
  */
 export async function startHttpServer(options: HttpServerOptions): Promise<HttpServer> {
   const web = loadWebConfig(options.webConfigFile);
@@ -91,7 +93,17 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
   server.keepAliveTimeout = METRICS_SERVER_LIMITS.keepAliveTimeoutMs;
   server.maxHeadersCount = METRICS_SERVER_LIMITS.maxHeadersCount;
   await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
+    server.once("error", (error: NodeJS.ErrnoException) =>
+      reject(
+        error.code === "EADDRINUSE"
+          ? new ReplayableError(
+              "CONFIG_INVALID",
+              `REPLAYABLE_METRICS_PORT=${options.port}: ${options.host}:${options.port} is in use (another member on this host?): give each member its own port with REPLAYABLE_METRICS_PORT or --metrics-port, or 0 for any free port`,
+              { cause: error },
+            )
+          : error,
+      ),
+    );
     server.listen(options.port, options.host, () => {
       server.off("error", reject);
       resolve();

@@ -43,7 +43,7 @@ function initAction(): Promise<void> {
     process.stdout.write(`wrote ${relative(cwd, path)}\n`);
   }
   process.stdout.write(
-    "next: `npx replayable migrate`, then `npx replayable run` (see the comments in replayable.config.ts)\n",
+    "next: edit kafkaBrokers, databaseUrl and the projection's topics and tables in replayable.config.ts, then `npx replayable migrate`, then `npx replayable run` (see the comments in replayable.config.ts)\n",
   );
   return Promise.resolve();
 }

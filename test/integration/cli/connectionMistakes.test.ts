@@ -21,7 +21,7 @@ describe("a DATABASE_URL that reaches no database", () => {
       const result = await runCli(command, { DATABASE_URL: url.toString() });
       expect(result.code, result.stderr).toBe(2);
       expect(result.stderr).toContain(
-        `(DATABASE_URL or --database-url): database "${name}" does not exist; create it (createdb, or CREATE DATABASE) or correct the database name in DATABASE_URL`,
+        `(DATABASE_URL, --database-url or the config file's databaseUrl): database "${name}" does not exist; create it (createdb, or CREATE DATABASE) or correct the database name in DATABASE_URL`,
       );
     }
   });
@@ -46,5 +46,25 @@ describe("a DATABASE_URL that reaches no database", () => {
       "replayable: no Kafka broker answers at 127.0.0.1:1 (ECONNREFUSED), 127.0.0.1:2 (ECONNREFUSED), the brokers of KAFKA_BROKERS (or --brokers, or the config file's kafkaBrokers): start them, or correct the addresses",
     );
     expect(result.stderr).not.toContain('"level":50');
+  });
+
+  it("run names KAFKA_BROKERS, not PostgreSQL, when no broker answers after its retries, exit 1", async () => {
+    const result = await runCli(["run", "--projection", "ledger", "--group", uniqueName("g")], {
+      DATABASE_URL: stack.db.url,
+      KAFKA_BROKERS: "127.0.0.1:1",
+    });
+    expect(result.code, result.stderr).toBe(1);
+    expect(result.stderr).toContain("replayable: no Kafka broker answers at 127.0.0.1:1 (ECONNREFUSED)");
+    expect(result.stderr).not.toContain("cannot reach PostgreSQL");
+  });
+
+  it("names a role the server does not have, exit 2", async () => {
+    const url = new URL(stack.db.url);
+    url.username = "no_such_role_7c1";
+    const result = await runCli(["status", "--projection", "ledger"], { DATABASE_URL: url.toString() });
+    expect(result.code, result.stderr).toBe(2);
+    expect(result.stderr).toContain(
+      'role "no_such_role_7c1" does not exist; check the user of DATABASE_URL (a role the server has, with LOGIN)',
+    );
   });
 });

@@ -118,7 +118,7 @@ describe("run refuses bad settings at start", () => {
     ]);
     expect(result.code).toBe(1);
     expect(result.stderr).toContain(
-      `replayable: cannot reach PostgreSQL at postgres://postgres:***@127.0.0.1:${port}/db (DATABASE_URL or --database-url)`,
+      `replayable: cannot reach PostgreSQL at postgres://postgres:***@127.0.0.1:${port}/db (DATABASE_URL, --database-url or the config file's databaseUrl)`,
     );
     expect(result.stderr).not.toContain("secret");
   });
