@@ -50,6 +50,10 @@ export function commandTarget(setup: CliSetup, options: TargetOptions = {}): Com
   const sources = { ...setup.sources, ...(byGroup ? { projection: "named" as const } : {}) };
   const line = defaultsLine(target, sources, setup.configFile, options.uses ?? []);
   if (line !== undefined && options.print !== false) process.stderr.write(`${line}\n`);
+  // Without a config file the example projection is taken: said even by `run`, whose log line
+  // would not make it plain that the folder has no config file.
+  const example = exampleLine(target, sources, setup.configFile);
+  if (example !== undefined) process.stderr.write(`${example}\n`);
   return target;
 }
 
@@ -62,6 +66,22 @@ export function targetTopics(
   projection: Pick<Projection<unknown>, "defaultTopics">,
 ): readonly string[] {
   return config.topics.length > 0 ? config.topics : projection.defaultTopics;
+}
+
+/**
+ * The line a command prints on stderr when there is no config file and the operator named no
+ * projection, so the command acts on the example projection REPLAYABLE_PROJECTION defaults to:
+ * most often a command started in the wrong folder. Undefined otherwise.
+ */
+export function exampleLine(
+  target: CommandTarget,
+  sources: Readonly<Record<"projection", SettingSource>>,
+  configFile: string | undefined,
+): string | undefined {
+  if (configFile !== undefined || sources.projection === "named") return undefined;
+  return terminalSafe(
+    `replayable: no replayable.config.ts in ${process.cwd()} (and no REPLAYABLE_CONFIG or --config): using the example projection ${target.projection.name}; run the command where your config file is, \`replayable init\` to write one, or name a projection with --projection`,
+  );
 }
 
 /**

@@ -200,3 +200,20 @@ describe("an empty flag", () => {
     expect(r.code).toBe(2);
   }, 60_000);
 });
+
+describe("a folder without a config file", () => {
+  it("says that the example projection is used, unless one is named (newcomer report)", async () => {
+    const dir = tempFolder();
+    const db = await createTestDatabase();
+    onTestFinished(() => db.drop());
+    const env = { DATABASE_URL: db.url, KAFKA_BROKERS: BROKERS.join(",") };
+    const defaulted = await runCli(["dead-letters", "list"], env, { cwd: dir });
+    expect(defaulted.code, defaulted.stderr).toBe(0);
+    expect(defaulted.stderr).toContain(
+      `replayable: no replayable.config.ts in ${dir} (and no REPLAYABLE_CONFIG or --config): using the example projection ledger; run the command where your config file is, \`replayable init\` to write one, or name a projection with --projection`,
+    );
+    const named = await runCli(["dead-letters", "list", "--projection", "ledger"], env, { cwd: dir });
+    expect(named.code, named.stderr).toBe(0);
+    expect(named.stderr).not.toContain("no replayable.config.ts");
+  });
+});

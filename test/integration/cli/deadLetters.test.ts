@@ -179,7 +179,17 @@ describe("dead-letters", () => {
 
   it("retry --execute applies a record that now succeeds once and resolves it", async () => {
     const result = await runCli(
-      ["dead-letters", "retry", "--id", ids.tooLarge, "--execute", "--database-url", db.url],
+      [
+        "dead-letters",
+        "retry",
+        "--projection",
+        "ledger",
+        "--id",
+        ids.tooLarge,
+        "--execute",
+        "--database-url",
+        db.url,
+      ],
       { REPLAYABLE_MAX_RECORD_BYTES: "100000" },
     );
     expect(result.stderr).toBe("");

@@ -11,7 +11,7 @@ const options = (port: number) => ({
   host: "127.0.0.1",
   port,
   registry: new Registry(),
-  readiness: () => Promise.resolve({ ready: true }),
+  readiness: () => Promise.resolve({ ready: true as const }),
 });
 
 describe("the metrics port in use", () => {
