@@ -397,6 +397,9 @@ export class ConsumerService {
         writeTopic: config.dlqTopic,
       });
       await this.lock.take();
+      // Holding the shared lock: a conversion to versioned (which takes it exclusively) is either
+      // done, and seen here, or cannot start until this member stops.
+      await this.refuseIfVersioned();
       if (this.options.http !== false) {
         this.http = await startHttpServer({
           host: config.metrics.host,
@@ -427,6 +430,34 @@ export class ConsumerService {
       log.info({ topics: this.topics }, "consumer started");
     })();
     return this.started;
+  }
+
+  /**
+   * Refuses to run a plain projection's code for a projection the database holds as versioned
+   * (`migrate --convert-to-versioned`, or a projection declared versioned before): its member
+   * would apply records under the plain dedupe key and group, beside version 1's, and apply them
+   * twice (docs/replay.md "Converting a plain projection"). A version's own instance
+   * (`<name>@v<N>`) is not checked.
+   * @throws ReplayableError CONFIG_INVALID naming the live version and the fix.
+   */
+  private async refuseIfVersioned(): Promise<void> {
+    const { name } = this.options.projection;
+    if (name.includes("@")) return;
+    const registry = await this.probePool.query<{ present: boolean }>(
+      "SELECT to_regclass('replayable.projection_versions') IS NOT NULL AS present",
+    );
+    if (registry.rows[0]?.present !== true) return;
+    const result = await this.probePool.query<{ version: number; state: string }>(
+      "SELECT version, state FROM replayable.projection_versions WHERE projection = $1 ORDER BY version",
+      [name],
+    );
+    if (result.rows.length === 0) return;
+    const live = result.rows.find((r) => r.state === "live");
+    throw new ReplayableError(
+      "CONFIG_INVALID",
+      `projection ${name} is versioned (blue/green) in this database (${live === undefined ? "no live version" : `version ${live.version} is live`}), but this code declares it plain: a plain member would apply records under the plain dedupe key and group, beside the version's, and apply them twice. Run the versioned code (defineProjection({ versioned: true }), unqualified table names); nothing was read`,
+      { context: { projection: name, versions: result.rows } },
+    );
   }
 
   /**

@@ -48,11 +48,52 @@ export async function pointViews(
   dropViews: readonly string[],
 ): Promise<string[]> {
   await client.query(`CREATE SCHEMA IF NOT EXISTS ${q(stable)}`);
-  for (const view of [...dropViews].sort()) await client.query(`DROP VIEW IF EXISTS ${q(stable)}.${q(view)}`);
+  // The readers' grants on a view stay with its name: a view made again gets them again.
+  const kept = new Map<string, Grant[]>();
+  for (const view of [...dropViews].sort()) {
+    kept.set(view, await relationGrants(client, stable, view));
+    await client.query(`DROP VIEW IF EXISTS ${q(stable)}.${q(view)}`);
+  }
   const tables = await schemaTables(client, target);
-  for (const table of tables)
+  for (const table of tables) {
     await client.query(`CREATE VIEW ${q(stable)}.${q(table)} AS SELECT * FROM ${q(target)}.${q(table)}`);
+    await grant(client, `${q(stable)}.${q(table)}`, kept.get(table) ?? []);
+  }
   return tables;
+}
+
+/** One privilege of an ACL: `grantee` as SQL (a quoted role name, or PUBLIC). */
+export interface Grant {
+  readonly grantee: string;
+  readonly privilege: string;
+}
+
+/** The privileges granted on relation `schema.name` (PostgreSQL's aclexplode of its ACL). */
+export async function relationGrants(client: pg.ClientBase, schema: string, name: string): Promise<Grant[]> {
+  const result = await client.query<Grant>(
+    `SELECT CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE quote_ident(r.rolname) END AS grantee, a.privilege_type AS privilege
+       FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+       CROSS JOIN LATERAL aclexplode(c.relacl) a LEFT JOIN pg_roles r ON r.oid = a.grantee
+      WHERE n.nspname = $1 AND c.relname = $2 AND a.grantee <> c.relowner`,
+    [schema, name],
+  );
+  return result.rows;
+}
+
+/** The privileges granted on schema `schema`, but its owner's. */
+export async function schemaGrants(client: pg.ClientBase, schema: string): Promise<Grant[]> {
+  const result = await client.query<Grant>(
+    `SELECT CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE quote_ident(r.rolname) END AS grantee, a.privilege_type AS privilege
+       FROM pg_namespace n CROSS JOIN LATERAL aclexplode(n.nspacl) a LEFT JOIN pg_roles r ON r.oid = a.grantee
+      WHERE n.nspname = $1 AND a.grantee <> n.nspowner`,
+    [schema],
+  );
+  return result.rows;
+}
+
+/** Grants each of `grants` on `object` (SQL: `schema.name`, or `SCHEMA name`). */
+export async function grant(client: pg.ClientBase, object: string, grants: readonly Grant[]): Promise<void> {
+  for (const g of grants) await client.query(`GRANT ${g.privilege} ON ${object} TO ${g.grantee}`);
 }
 
 /**

@@ -18,13 +18,22 @@ import { withTransaction } from "../db/withTransaction.js";
 import { ReplayableError } from "../errors.js";
 import { projectionLock, tryAdvisoryLock, advisoryUnlock } from "../sql/advisoryLocks.js";
 import { insertVersion, insertVersionAudit, selectVersions } from "../sql/projectionVersions.js";
-import { dropVersionSchema, pointViews, schemaExists, schemaTables } from "../sql/versionViews.js";
+import {
+  dropVersionSchema,
+  grant,
+  pointViews,
+  relationGrants,
+  schemaExists,
+  schemaGrants,
+  schemaTables,
+} from "../sql/versionViews.js";
 import { createVersionSchema, versionMigrationsTable } from "./createVersion.js";
 import type { FirstVersionProjection } from "./firstVersion.js";
 import { operator } from "./operator.js";
 import { baseTable, versionKey, versionSchema } from "./versionNames.js";
 
 const q = (id: string) => pg.escapeIdentifier(id);
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 
 /** The engine's tables whose rows are keyed by projection (the dedupe state and rebuild epochs). */
 const KEYED_TABLES = ["checkpoints", "processed_events", "dead_letters", "rebuilds"] as const;
@@ -65,13 +74,14 @@ export async function convertToVersioned(
   if (!(await tryAdvisoryLock(client, lock, false)))
     throw new ReplayableError(
       "DATABASE",
-      `projection ${name} cannot be converted while a member of it runs (it holds the advisory lock ${lock.name}): stop every \`replayable run\` of ${name}, then run \`replayable migrate --convert-to-versioned\` again; nothing was changed`,
+      `projection ${name} cannot be converted while a member of it runs (it holds the advisory lock ${lock.name}): stop every \`replayable run\` of ${name}, then run \`replayable migrate --convert-to-versioned\` again; nothing of projection ${name} was changed`,
       { context: { projection: name } },
     );
   try {
     const schema = versionSchema(name, 1);
     const migrationsTable = versionMigrationsTable(name, 1);
     await refuseSchemaWithRows(client, name, schema);
+    await refuseOtherObjects(client, name);
     await createVersionSchema(client, name, 1, projection.migrationsFolder);
     const differences = compareTables(await tableShapes(client, name), await tableShapes(client, schema));
     if (differences.length > 0) {
@@ -79,7 +89,7 @@ export async function convertToVersioned(
       throw new ReplayableError(
         "DATABASE",
         `projection ${name} cannot be converted to versioned in place: the tables its versioned migrations make (${projection.migrationsFolder ?? "no migrations"}) differ from those in schema ${name}:\n${differences.map((d) => `  ${d}`).join("\n")}\n` +
-          `Make the migrations create the tables as they are (unqualified names), or add a migration for the change after converting (then rebuild --blue-green makes version 2 with it); nothing was changed`,
+          `Make the migrations create the tables as they are (unqualified names), or add a migration for the change after converting (then rebuild --blue-green makes version 2 with it); nothing of projection ${name} was changed`,
         { context: { projection: name, differences } },
       );
     }
@@ -104,6 +114,12 @@ export async function convertToVersioned(
         state: "live",
       });
       const views = await pointViews(client, name, schema, []);
+      // Readers keep what they were granted: on the schema, and on each table as on its view.
+      await grant(client, `SCHEMA ${q(name)}`, await schemaGrants(client, schema));
+      for (const view of views) {
+        const selects = (await relationGrants(client, schema, view)).filter((g) => g.privilege === "SELECT");
+        await grant(client, `${q(name)}.${q(view)}`, selects);
+      }
       await insertVersionAudit(client, {
         projection: name,
         action: "create",
@@ -138,6 +154,31 @@ async function refuseSchemaWithRows(client: pg.ClientBase, name: string, schema:
     );
 }
 
+/**
+ * Refuses a schema `<name>` that holds views, materialized views or functions: they would move to
+ * `<name>_v1` with the tables (readers of `<name>.<view>` would find nothing) and be dropped with
+ * that version one day. The operator moves or drops them, and re-creates them over the views after.
+ */
+async function refuseOtherObjects(client: pg.ClientBase, name: string): Promise<void> {
+  const result = await client.query<{ object: string }>(
+    `SELECT CASE c.relkind WHEN 'v' THEN 'view ' ELSE 'materialized view ' END || c.relname AS object
+       FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+      WHERE n.nspname = $1 AND c.relkind IN ('v', 'm')
+     UNION ALL
+     SELECT CASE p.prokind WHEN 'p' THEN 'procedure ' ELSE 'function ' END || p.proname || '(' || pg_get_function_identity_arguments(p.oid) || ')'
+       FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+      WHERE n.nspname = $1
+      ORDER BY 1`,
+    [name],
+  );
+  if (result.rows.length === 0) return;
+  throw new ReplayableError(
+    "DATABASE",
+    `projection ${name} cannot be converted to versioned in place: schema ${name} holds ${result.rows.map((r) => r.object).join(", ")}, which would move into ${versionSchema(name, 1)} with the tables (and away from their readers); move or drop them, convert, then re-create them over the views of schema ${name}; nothing of projection ${name} was changed`,
+    { context: { projection: name, objects: result.rows.map((r) => r.object) } },
+  );
+}
+
 /** A table's shape: its columns in order and its indexes and constraints, schema-free. */
 interface TableShape {
   readonly columns: readonly string[];
@@ -149,8 +190,11 @@ interface TableShape {
 async function tableShapes(client: pg.ClientBase, schema: string): Promise<Map<string, TableShape>> {
   const columns = await client.query<{ table: string; column: string }>(
     `SELECT c.relname AS table,
-            a.attname || ' ' || format_type(a.atttypid, a.atttypmod) || CASE WHEN a.attnotnull THEN ' NOT NULL' ELSE '' END AS column
+            a.attname || ' ' || format_type(a.atttypid, a.atttypmod) || CASE WHEN a.attnotnull THEN ' NOT NULL' ELSE '' END
+              || CASE a.attidentity WHEN 'a' THEN ' GENERATED ALWAYS AS IDENTITY' WHEN 'd' THEN ' GENERATED BY DEFAULT AS IDENTITY' ELSE '' END
+              || coalesce(' DEFAULT ' || pg_get_expr(d.adbin, d.adrelid), '') AS column
        FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+       LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
       WHERE n.nspname = $1 AND c.relkind IN ('r', 'p') AND a.attnum > 0 AND NOT a.attisdropped
       ORDER BY c.relname, a.attnum`,
     [schema],
@@ -158,7 +202,7 @@ async function tableShapes(client: pg.ClientBase, schema: string): Promise<Map<s
   // An index's definition without its name and schema: drizzle-kit and hand-written migrations
   // may name the same index differently.
   const indexes = await client.query<{ table: string; def: string }>(
-    `SELECT tablename AS table, regexp_replace(indexdef, '^CREATE (UNIQUE )?INDEX \\S+ ON \\S+ ', 'CREATE \\1INDEX ON t ') AS def
+    `SELECT tablename AS table, regexp_replace(indexdef, '^CREATE (UNIQUE )?INDEX \\S+ ON (ONLY )?\\S+ ', 'CREATE \\1INDEX ON \\2t ') AS def
        FROM pg_indexes WHERE schemaname = $1 ORDER BY 1, 2`,
     [schema],
   );
@@ -174,10 +218,15 @@ async function tableShapes(client: pg.ClientBase, schema: string): Promise<Map<s
     if (s === undefined) shapes.set(table, (s = { columns: [], indexes: [], constraints: [] }));
     return s;
   };
-  for (const r of columns.rows) shape(r.table).columns.push(r.column);
-  for (const r of indexes.rows) shape(r.table).indexes.push(r.def);
-  // A foreign key names the referenced table with its schema when that is not on the search_path.
-  for (const r of constraints.rows) shape(r.table).constraints.push(r.def.replaceAll(`${q(schema)}.`, ""));
+  // A foreign key, a default's sequence or function name objects with their schema when it is not
+  // on the search_path, quoted only where it must be: both forms are taken out.
+  const unqualified = (text: string) =>
+    text
+      .replaceAll(`${q(schema)}.`, "")
+      .replace(new RegExp(`(?<![\\w$"])${escapeRegExp(schema)}\\.`, "g"), "");
+  for (const r of columns.rows) shape(r.table).columns.push(unqualified(r.column));
+  for (const r of indexes.rows) shape(r.table).indexes.push(unqualified(r.def));
+  for (const r of constraints.rows) shape(r.table).constraints.push(unqualified(r.def));
   return shapes;
 }
 

@@ -127,23 +127,15 @@ async function migrateAction(flags: MigrateFlags): Promise<void> {
   const log = cliLogger(config);
   const projections = projectionsToMigrate(setup, flags.projection);
   const converted: Conversion[] = [];
-  await migrateAndCheck(config.databaseUrl, projections, setup.configFile, {
-    groupId: flags.group === undefined ? undefined : config.groupId,
-    convertToVersioned: flags.convertToVersioned === true,
-    onConverted: (c) => converted.push(c),
-  });
-  for (const c of converted) {
-    log.info(
-      { projection: c.projection, schema: c.schema, groupId: c.groupId, moved: c.moved },
-      "converted to versioned",
-    );
-    process.stdout.write(
-      `converted ${c.projection} to versioned in place: version 1 (schema ${c.schema}) is live with consumer group ${c.groupId}; views ${c.views.map((v) => `${c.projection}.${v}`).join(", ")}; dedupe rows re-keyed to ${c.projection}@v1: ${Object.entries(
-        c.moved,
-      )
-        .map(([t, n]) => `${t} ${n}`)
-        .join(", ")}\n`,
-    );
+  try {
+    await migrateAndCheck(config.databaseUrl, projections, setup.configFile, {
+      groupId: flags.group === undefined ? undefined : config.groupId,
+      convertToVersioned: flags.convertToVersioned === true,
+      onConverted: (c) => converted.push(c),
+    });
+  } finally {
+    // Those converted before a later projection's refusal are converted: said either way.
+    reportConversions(converted, log);
   }
   const stale = await liveVersionsBehind(config.databaseUrl, projections);
   const names = projections.map((p) => p.name).filter((n) => !stale.some((s) => s.name === n));
@@ -194,5 +186,21 @@ async function liveVersionsBehind(
     return out;
   } finally {
     await pool.end();
+  }
+}
+
+/** Prints (and logs) each conversion `migrate --convert-to-versioned` made. */
+function reportConversions(converted: readonly Conversion[], log: ReturnType<typeof cliLogger>): void {
+  for (const c of converted) {
+    log.info(
+      { projection: c.projection, schema: c.schema, groupId: c.groupId, moved: c.moved },
+      "converted to versioned",
+    );
+    const moved = Object.entries(c.moved)
+      .map(([t, n]) => `${t} ${n}`)
+      .join(", ");
+    process.stdout.write(
+      `converted ${c.projection} to versioned in place: version 1 (schema ${c.schema}) is live with consumer group ${c.groupId}; views ${c.views.map((v) => `${c.projection}.${v}`).join(", ")}; dedupe rows re-keyed to ${c.projection}@v1: ${moved}\n`,
+    );
   }
 }

@@ -200,6 +200,15 @@ describe("migrate --convert-to-versioned", () => {
     );
     expect(audit.rows).toMatchObject([{ action: "create", offsets: { convertedFrom: { groupId: name } } }]);
 
+    // The plain code is refused from now on: its member would apply records under the plain key
+    // and group beside version 1's, and apply them twice.
+    const stale = await runCli(["run"], env, { cwd: plainDir });
+    expect(stale.code, stale.stderr).toBe(2);
+    expect(stale.stderr).toContain(
+      `projection ${name} is versioned (blue/green) in this database (version 1 is live), but this code declares it plain`,
+    );
+    expect(await checkpoints(name)).toEqual([]);
+
     // Every record's dedupe key came along: after a replay of the whole log from the earliest
     // offsets, version 1's member (as the plain projection's group) applies only the 20 new sales.
     const replay = await cli(["replay", "--projection", name, "--to-earliest", "--execute"]);
