@@ -61,6 +61,8 @@ export const ATTR = {
   offsetDuplicates: "replayable.records.duplicates.offset",
   eventIdDuplicates: "replayable.records.duplicates.event_id",
   deadLettered: "replayable.records.dead_lettered",
+  /** Statements of the transaction not made spans: savepoints, and those past MAX_STATEMENT_SPANS. */
+  statementsUntraced: "replayable.statements.untraced",
   deadLetterId: "replayable.dead_letter.id",
   errorCode: "replayable.error.code",
   errorMessage: "replayable.error.message",
@@ -236,7 +238,8 @@ async function withTracedQueries<T>(
   try {
     return await context.with(ctx, () => work(client));
   } finally {
-    restore();
+    const untraced = restore();
+    if (untraced > 0) trace.getSpan(ctx)?.setAttribute(ATTR.statementsUntraced, untraced);
   }
 }
 

@@ -36,12 +36,29 @@ interface ClientConnection {
 type Query = (...args: unknown[]) => unknown;
 
 /**
- * Makes each promise-returning `client.query(...)` a span (kind CLIENT, child of `parent`) until
- * the returned function is called. A query with a callback or a submittable (a cursor, a stream)
- * passes through untraced; replayable sends none inside a transaction.
- * @returns the function that restores the client's own `query`.
+ * Statement spans one transaction makes at most: a projection that sends a statement per record
+ * would otherwise make thousands per transaction and fill the SDK's export queue (2048 spans by
+ * default), which then drops the spans that end last, the transaction's own among them.
  */
-export function traceQueries(client: pg.PoolClient, tracer: Tracer, parent: Context): () => void {
+export const MAX_STATEMENT_SPANS = 100;
+
+/**
+ * The per-record savepoint statements (docs/design.md "The transaction", step 4): bookkeeping of
+ * the engine, two or three per record, never spans (counted as untraced).
+ */
+const SAVEPOINT_OPERATIONS = new Set(["SAVEPOINT", "RELEASE"]);
+
+/**
+ * Makes each promise-returning `client.query(...)` a span (kind CLIENT, child of `parent`) until
+ * the returned function is called: the first {@link MAX_STATEMENT_SPANS} statements, savepoints
+ * left out. A query with a callback or a submittable (a cursor, a stream) passes through untraced;
+ * replayable sends none inside a transaction.
+ * @returns the function that restores the client's own `query` and returns how many statements
+ *   were not made spans (savepoints and those past the limit).
+ */
+export function traceQueries(client: pg.PoolClient, tracer: Tracer, parent: Context): () => number {
+  let spans = 0;
+  let untraced = 0;
   const target = client as unknown as { query: Query };
   const original = target.query;
   const own = Object.getOwnPropertyDescriptor(target, "query");
@@ -59,6 +76,14 @@ export function traceQueries(client: pg.PoolClient, tracer: Tracer, parent: Cont
       return original.apply(this, args);
     const text = typeof first === "string" ? first : typeof first?.text === "string" ? first.text : undefined;
     const operation = text === undefined ? undefined : operationName(text);
+    const savepoint =
+      operation !== undefined &&
+      (SAVEPOINT_OPERATIONS.has(operation) || (operation === "ROLLBACK" && /\bTO\b/i.test(text ?? "")));
+    if (savepoint || spans >= MAX_STATEMENT_SPANS) {
+      untraced += 1;
+      return original.apply(this, args);
+    }
+    spans += 1;
     const attributes: Attributes = { ...base };
     if (text !== undefined) attributes[ATTR_DB_QUERY_TEXT] = text;
     if (operation !== undefined) attributes[ATTR_DB_OPERATION_NAME] = operation;
@@ -95,6 +120,7 @@ export function traceQueries(client: pg.PoolClient, tracer: Tracer, parent: Cont
   return () => {
     if (own !== undefined) Object.defineProperty(target, "query", own);
     else delete (target as Partial<typeof target>).query;
+    return untraced;
   };
 }
 
