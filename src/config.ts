@@ -231,7 +231,30 @@ const schema = z.object({
     )
     .optional(),
   OTEL_SDK_DISABLED: trueOrFalse("false"),
+  // Read by the SDK; checked here so that a typo fails at start-up instead of the SDK sending to
+  // its default endpoint without a word.
+  OTEL_EXPORTER_OTLP_ENDPOINT: otlpUrl(),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: otlpUrl(),
 });
+
+/** An OTLP/HTTP endpoint: an absolute http: or https: URL; empty: unset. */
+function otlpUrl() {
+  return z
+    .string()
+    .trim()
+    .refine(
+      (text) => {
+        if (text === "") return true;
+        try {
+          return ["http:", "https:"].includes(new URL(text).protocol);
+        } catch {
+          return false;
+        }
+      },
+      { message: "must be an http:// or https:// URL of an OTLP/HTTP receiver, e.g. http://localhost:4318" },
+    )
+    .optional();
+}
 
 /**
  * Variables named REPLAYABLE_* that are read outside this file (not settings of the service): fail

@@ -153,6 +153,22 @@ describe("loadConfig refuses each bad setting, naming the variable and what is v
     expect(Object.isFrozen(config)).toBe(true);
   });
 
+  it("refuses an OTLP endpoint that is not an http(s) URL, naming it", () => {
+    const message = problems({
+      OTEL_EXPORTER_OTLP_ENDPOINT: "not a url",
+      OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "ftp://x",
+    });
+    expect(message).toContain(
+      "OTEL_EXPORTER_OTLP_ENDPOINT=not a url: must be an http:// or https:// URL of an OTLP/HTTP receiver, e.g. http://localhost:4318",
+    );
+    expect(message).toContain(
+      "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=ftp://x: must be an http:// or https:// URL of an OTLP/HTTP receiver, e.g. http://localhost:4318",
+    );
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: "https://otel.example:4318" }).tracesExporter).toBe(
+      "none",
+    );
+  });
+
   it("keeps traces off unless OTEL_TRACES_EXPORTER names otlp and OTEL_SDK_DISABLED is not true", () => {
     expect(loadConfig({}).tracesExporter).toBe("none");
     expect(loadConfig({ OTEL_TRACES_EXPORTER: "none" }).tracesExporter).toBe("none");

@@ -161,7 +161,7 @@ describe("migrate --convert-to-versioned", () => {
       `projection ${name} cannot be converted to versioned in place: the tables its versioned migrations make`,
     );
     expect(changed.stderr).toContain(
-      "table totals: columns (shop text NOT NULL, sales bigint NOT NULL, cents bigint NOT NULL) exist, the migrations make (shop text NOT NULL, sales bigint NOT NULL, cents bigint NOT NULL, note text NOT NULL)",
+      "table totals: columns (shop text NOT NULL, sales bigint NOT NULL, cents bigint NOT NULL) exist, the migrations make (shop text NOT NULL, sales bigint NOT NULL, cents bigint NOT NULL, note text NOT NULL DEFAULT 'changed'::text)",
     );
     await unchanged();
 
