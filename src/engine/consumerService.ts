@@ -443,10 +443,16 @@ export class ConsumerService {
   private async refuseIfVersioned(): Promise<void> {
     const { name } = this.options.projection;
     if (name.includes("@")) return;
-    const registry = await this.probePool.query<{ present: boolean }>(
-      "SELECT to_regclass('replayable.projection_versions') IS NOT NULL AS present",
+    // A plain projection's runtime role needs no grant on the registry (docs/security.md): one
+    // that may not read it is not checked; GRANT SELECT ON replayable.projection_versions makes it.
+    const registry = await this.probePool.query<{ readable: boolean }>(
+      // has_table_privilege is strict: no registry (a database migrated before it) gives null.
+      "SELECT coalesce(has_table_privilege(to_regclass('replayable.projection_versions'), 'SELECT'), false) AS readable",
     );
-    if (registry.rows[0]?.present !== true) return;
+    if (registry.rows[0]?.readable !== true) {
+      this.log.debug("the role may not read replayable.projection_versions: not checked for versions");
+      return;
+    }
     const result = await this.probePool.query<{ version: number; state: string }>(
       "SELECT version, state FROM replayable.projection_versions WHERE projection = $1 ORDER BY version",
       [name],
