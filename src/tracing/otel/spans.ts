@@ -34,6 +34,19 @@ import { headerText, type KafkaRecord } from "../../record.js";
 import type { DeadLetterRetrySpanInput, SpanAttributes, Tracing, TransactionSpanInput } from "../tracing.js";
 import { traceQueries } from "./tracedQueries.js";
 
+/** The largest offset a double holds exactly. */
+const MAX_EXACT = BigInt(Number.MAX_SAFE_INTEGER);
+
+/**
+ * An offset (a decimal string, 64-bit) as an attribute value: a number, as the messaging
+ * conventions type `messaging.kafka.offset`, while it is exact in a double (at most 2^53 - 1);
+ * the decimal string beyond, never a rounded number.
+ */
+export function offsetAttribute(offset: string): number | string {
+  // 15 digits are always below 2^53; only longer offsets pay for a BigInt.
+  return offset.length <= 15 || BigInt(offset) <= MAX_EXACT ? Number(offset) : offset;
+}
+
 /** The instrumentation scope of replayable's spans. */
 export const TRACER_NAME = "replayable";
 
@@ -124,11 +137,11 @@ async function transactionSpan(
     ...messagingAttributes(topic, partition, input.groupId),
     [ATTR.batchCount]: records.length,
     [ATTR.projection]: input.projection,
-    [ATTR.lastOffset]: Number(input.throughOffset),
+    [ATTR.lastOffset]: offsetAttribute(input.throughOffset),
   };
   if (first !== undefined) {
-    attributes[ATTR.messagingKafkaOffset] = Number(first);
-    attributes[ATTR.kafkaOffset] = Number(first);
+    attributes[ATTR.messagingKafkaOffset] = offsetAttribute(first);
+    attributes[ATTR.kafkaOffset] = offsetAttribute(first);
   }
   const links = producerLinks(records);
   return inSpan(
@@ -152,8 +165,8 @@ async function transactionSpan(
           [ATTR_ERROR_TYPE]: letter.code,
           [ATTR.errorMessage]: letter.message,
           [ATTR.deadLetterId]: letter.id,
-          [ATTR.kafkaOffset]: Number(letter.record.offset),
-          [ATTR.messagingKafkaOffset]: Number(letter.record.offset),
+          [ATTR.kafkaOffset]: offsetAttribute(letter.record.offset),
+          [ATTR.messagingKafkaOffset]: offsetAttribute(letter.record.offset),
         });
       }
       return result;
@@ -171,8 +184,8 @@ function deadLetterRetrySpan<T extends { readonly kind: string; readonly code?: 
   const { record } = input;
   const attributes: Attributes = {
     ...messagingAttributes(record.topic, record.partition, undefined),
-    [ATTR.messagingKafkaOffset]: Number(record.offset),
-    [ATTR.kafkaOffset]: Number(record.offset),
+    [ATTR.messagingKafkaOffset]: offsetAttribute(record.offset),
+    [ATTR.kafkaOffset]: offsetAttribute(record.offset),
     [ATTR.projection]: input.projection,
     [ATTR.deadLetterId]: input.id,
   };
@@ -219,8 +232,8 @@ export function producerLinks(records: readonly KafkaRecord[]): Link[] {
     links.push({
       context: spanContext,
       attributes: {
-        [ATTR.kafkaOffset]: Number(record.offset),
-        [ATTR.messagingKafkaOffset]: Number(record.offset),
+        [ATTR.kafkaOffset]: offsetAttribute(record.offset),
+        [ATTR.messagingKafkaOffset]: offsetAttribute(record.offset),
       },
     });
   }

@@ -4,7 +4,7 @@
  */
 import { TraceFlags } from "@opentelemetry/api";
 import { describe, expect, it } from "vitest";
-import { producerLinks } from "../../../src/tracing/otel/spans.js";
+import { offsetAttribute, producerLinks } from "../../../src/tracing/otel/spans.js";
 import { operationName } from "../../../src/tracing/otel/tracedQueries.js";
 import { dlqHeaders } from "../../../src/kafka/deadLetterPublisher.js";
 import type { KafkaRecord } from "../../../src/record.js";
@@ -73,5 +73,14 @@ describe("the DLQ record's trace context", () => {
     });
     expect(headers.traceparent).toEqual([Buffer.from(`00-${TRACE_ID}-${SPAN_ID}-01`)]);
     expect(headers.tracestate).toEqual([Buffer.from("vendor=a")]);
+  });
+});
+
+describe("offsetAttribute", () => {
+  it("is a number while exact in a double, the decimal string beyond (64-bit offsets)", () => {
+    expect(offsetAttribute("7")).toBe(7);
+    expect(offsetAttribute("9007199254740991")).toBe(9007199254740991);
+    expect(offsetAttribute("9007199254740993")).toBe("9007199254740993");
+    expect(offsetAttribute("9223372036854775807")).toBe("9223372036854775807");
   });
 });
