@@ -93,46 +93,54 @@ export async function convertToVersioned(
         { context: { projection: name, differences } },
       );
     }
-    return await withTransaction(client, async () => {
-      await client.query(`DROP SCHEMA ${q(schema)} CASCADE`);
-      await client.query(`ALTER SCHEMA ${q(name)} RENAME TO ${q(schema)}`);
-      await client.query(`CREATE SCHEMA ${q(name)}`);
-      const key = versionKey(name, 1);
-      const moved = {} as Record<(typeof KEYED_TABLES)[number], string>;
-      for (const table of KEYED_TABLES) {
-        const result = await client.query(
-          `UPDATE replayable.${table} SET projection = $1 WHERE projection = $2`,
-          [key, name],
-        );
-        moved[table] = String(result.rowCount ?? 0);
-      }
-      await insertVersion(client, {
-        projection: name,
-        version: 1,
-        schemaName: schema,
-        groupId,
-        state: "live",
-      });
-      const views = await pointViews(client, name, schema, []);
-      // Readers keep what they were granted: on the schema, and on each table as on its view.
-      await grant(client, `SCHEMA ${q(name)}`, await schemaGrants(client, schema));
-      for (const view of views) {
-        const selects = (await relationGrants(client, schema, view)).filter((g) => g.privilege === "SELECT");
-        await grant(client, `${q(name)}.${q(view)}`, selects);
-      }
-      await insertVersionAudit(client, {
-        projection: name,
-        action: "create",
-        version: 1,
-        ...operator(),
-        forced: false,
-        offsets: { views, convertedFrom: { schema: name, groupId, moved } },
-      });
-      return { projection: name, schema, groupId, views, moved };
-    });
+    return await withTransaction(client, () => moveIntoVersion(client, name, groupId));
   } finally {
     await advisoryUnlock(client, lock);
   }
+}
+
+/**
+ * The conversion's changes, in the caller's transaction: schema `<name>` becomes `<name>_v1` (the
+ * check's empty one dropped first), a new `<name>` gets the views and the readers' grants, the
+ * dedupe rows are re-keyed to `<name>@v1`, and the registry and audit rows are written.
+ */
+async function moveIntoVersion(client: pg.PoolClient, name: string, groupId: string): Promise<Conversion> {
+  const schema = versionSchema(name, 1);
+  await client.query(`DROP SCHEMA ${q(schema)} CASCADE`);
+  await client.query(`ALTER SCHEMA ${q(name)} RENAME TO ${q(schema)}`);
+  await client.query(`CREATE SCHEMA ${q(name)}`);
+  const key = versionKey(name, 1);
+  const moved = {} as Record<(typeof KEYED_TABLES)[number], string>;
+  for (const table of KEYED_TABLES) {
+    const result = await client.query(
+      `UPDATE replayable.${table} SET projection = $1 WHERE projection = $2`,
+      [key, name],
+    );
+    moved[table] = String(result.rowCount ?? 0);
+  }
+  await insertVersion(client, {
+    projection: name,
+    version: 1,
+    schemaName: schema,
+    groupId,
+    state: "live",
+  });
+  const views = await pointViews(client, name, schema, []);
+  // Readers keep what they were granted: on the schema, and on each table as on its view.
+  await grant(client, `SCHEMA ${q(name)}`, await schemaGrants(client, schema));
+  for (const view of views) {
+    const selects = (await relationGrants(client, schema, view)).filter((g) => g.privilege === "SELECT");
+    await grant(client, `${q(name)}.${q(view)}`, selects);
+  }
+  await insertVersionAudit(client, {
+    projection: name,
+    action: "create",
+    version: 1,
+    ...operator(),
+    forced: false,
+    offsets: { views, convertedFrom: { schema: name, groupId, moved } },
+  });
+  return { projection: name, schema, groupId, views, moved };
 }
 
 /**
