@@ -30,6 +30,7 @@ import {
   meanRecordBytes,
   ownFetchBytesPerPartition,
 } from "./fetchSize.js";
+import { memoryLimited } from "./memoryLimit.js";
 import { localBrokerPid, processCpuMs } from "./processCpu.js";
 import {
   RESULT_MARKER,
@@ -60,6 +61,12 @@ import {
 } from "./targets.js";
 import { formatTable, recordRows } from "../src/text/textTable.js";
 
+/**
+ * The memory limit each scenario runs under by default, MiB: a small container's (Kubernetes users
+ * often give a service 512Mi). Node.js sizes its heap from it (bench/memoryLimit.ts).
+ */
+const DEFAULT_MEMORY_LIMIT_MIB = 512;
+
 interface Flags {
   count: string;
   naiveCount: string;
@@ -74,6 +81,7 @@ interface Flags {
   topic?: string;
   cpuProf: boolean;
   timeout: string;
+  memoryLimitMib: string;
 }
 
 /** The parsed flags. */
@@ -92,6 +100,8 @@ interface Options {
   readonly topicPrefix: string | undefined;
   readonly cpuProf: boolean;
   readonly timeoutMs: number;
+  /** --memory-limit-mib: each scenario's subprocess runs in a cgroup of this limit, bytes; 0: none. */
+  readonly memoryLimitBytes: number;
 }
 
 /** What the shapes of one run share. */
@@ -162,7 +172,12 @@ const program = new Command("bench")
     "reuse the topics <prefix>-<bytes>b<partitions>p when they already hold the stream of the same shape, count, --seed and --duplicate-rate (e.g. kept by --keep); they are never deleted",
   )
   .option("--cpu-prof", "write a V8 CPU profile of each scenario to bench/results/profiles/", false)
-  .option("--timeout <s>", "give up on a scenario after this many seconds", "3600");
+  .option("--timeout <s>", "give up on a scenario after this many seconds", "3600")
+  .option(
+    "--memory-limit-mib <n>",
+    "run each scenario in a cgroup with this memory limit, as in a container (0: none)",
+    String(DEFAULT_MEMORY_LIMIT_MIB),
+  );
 
 function positiveInt(flag: string, text: string): number {
   const n = Number(text);
@@ -197,6 +212,10 @@ function parseOptions(flags: Flags): Options {
     topicPrefix: flags.topic,
     cpuProf: flags.cpuProf,
     timeoutMs: positiveInt("--timeout", flags.timeout) * 1000,
+    memoryLimitBytes:
+      flags.memoryLimitMib === "0"
+        ? 0
+        : positiveInt("--memory-limit-mib", flags.memoryLimitMib) * 1024 * 1024,
   };
 }
 
@@ -319,7 +338,7 @@ async function runShape(ctx: RunContext, shape: Shape, first: boolean): Promise<
       const profileDir = options.cpuProf ? join(ctx.resultsDir, "profiles", shapeSlug(shape)) : undefined;
       const brokerPid = localBrokerPid(join(import.meta.dirname, ".."));
       const brokerBefore = processCpuMs(brokerPid);
-      const measured = await runScenario(ctx.child, spec, profileDir, options.timeoutMs);
+      const measured = await runScenario(ctx, spec, profileDir);
       const brokerAfter = processCpuMs(brokerPid);
       const brokerCpuMs =
         brokerBefore === undefined || brokerAfter === undefined ? null : brokerAfter - brokerBefore;
@@ -541,17 +560,54 @@ function compileScenarios(): string {
   return join(root, ".cache", "bench-dist", "bench", "child.js");
 }
 
-/** Runs one scenario (compiled `child`) in a subprocess and returns what it measured. */
+/**
+ * Runs one scenario (compiled `ctx.child`) in a subprocess, under `--memory-limit-mib` when a cgroup
+ * can be made for it (bench/memoryLimit.ts; otherwise without a limit, said once), and returns what
+ * it measured with the limit it ran under.
+ */
 async function runScenario(
-  script: string,
+  ctx: RunContext,
   spec: ScenarioSpec,
   profileDir: string | undefined,
-  timeoutMs: number,
 ): Promise<ScenarioMeasurement> {
+  const { options } = ctx;
   // One directory per scenario (Node names the files by time, pid and thread).
   const nodeArgs =
     profileDir === undefined ? [] : ["--cpu-prof", "--cpu-prof-dir", join(profileDir, spec.scenario)];
-  const child = spawn(process.execPath, [...nodeArgs, script, JSON.stringify(spec)], {
+  const args = [...nodeArgs, ctx.child, JSON.stringify(spec)];
+  const limited =
+    options.memoryLimitBytes === 0
+      ? undefined
+      : memoryLimited(
+          `replayable-bench-${process.pid}-${spec.scenario}`,
+          options.memoryLimitBytes,
+          process.execPath,
+          args,
+        );
+  if (typeof limited === "string" && !warnedNoLimit) {
+    warnedNoLimit = true;
+    say(`bench: no memory limit for the scenarios (${limited}); peak RSS is that of an unlimited process`);
+  }
+  const command = typeof limited === "object" ? limited : { command: process.execPath, args };
+  try {
+    const measured = await runSubprocess(command.command, command.args, spec, options.timeoutMs);
+    return { ...measured, memoryLimitBytes: typeof limited === "object" ? limited.limitBytes : null };
+  } finally {
+    if (typeof limited === "object") limited.remove();
+  }
+}
+
+/** Said once per run: the scenarios run without a memory limit. */
+let warnedNoLimit = false;
+
+/** Spawns a scenario's subprocess and reads its measurement from stdout. */
+async function runSubprocess(
+  command: string,
+  args: readonly string[],
+  spec: ScenarioSpec,
+  timeoutMs: number,
+): Promise<ScenarioMeasurement> {
+  const child = spawn(command, args, {
     stdio: ["ignore", "pipe", "inherit"],
   });
   let out = "";

@@ -88,6 +88,11 @@ export interface ScenarioMeasurement {
   readonly inTransaction?: number;
   /** VmHWM of the subprocess (peak resident set size), bytes. */
   readonly peakRssBytes: number;
+  /**
+   * The memory limit (cgroup) the subprocess ran under, bytes, set by bench/run.ts; null: none
+   * (`--memory-limit-mib 0`, or no cgroup could be made).
+   */
+  readonly memoryLimitBytes?: number | null;
 }
 
 /** Prefix of the line that carries a {@link ScenarioMeasurement} on the subprocess's stdout. */

@@ -147,7 +147,11 @@ export function evaluateTargets(input: TargetInput): TargetResult[] {
     const m = states.get(scenario)?.measurement;
     if (m === undefined) continue;
     const mbs = (m.peakRssBytes / 1024 / 1024).toFixed(0);
-    check(results, `${scenario} peak RSS MB`, mbs, "<= 256", m.peakRssBytes <= MAX_PEAK_RSS_BYTES);
+    const limit =
+      m.memoryLimitBytes === undefined || m.memoryLimitBytes === null
+        ? "no memory limit"
+        : `${(m.memoryLimitBytes / 1024 / 1024).toFixed(0)} MiB limit`;
+    check(results, `${scenario} peak RSS MB (${limit})`, mbs, "<= 256", m.peakRssBytes <= MAX_PEAK_RSS_BYTES);
   }
   stateChecks(input, results);
   return results;

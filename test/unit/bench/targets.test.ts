@@ -120,9 +120,18 @@ describe("evaluateTargets: memory and state", () => {
       ["batch", { measurement: measurement(1000, 1000, { peakRssBytes: 257 * 1024 * 1024 }), dedupe }],
       ["replay", { measurement: measurement(1000, 1000, { peakRssBytes: 256 * 1024 * 1024 }), dedupe }],
     ]);
-    expect(statusOf(states, "raw-1mib peak RSS MB")).toBeUndefined();
-    expect(statusOf(states, "batch peak RSS MB")).toBe("missed");
-    expect(statusOf(states, "replay peak RSS MB")).toBe("met");
+    expect(statusOf(states, "raw-1mib peak RSS MB (no memory limit)")).toBeUndefined();
+    expect(statusOf(states, "batch peak RSS MB (no memory limit)")).toBe("missed");
+    expect(statusOf(states, "replay peak RSS MB (no memory limit)")).toBe("met");
+  });
+
+  it("names the memory limit the peak RSS was measured under", () => {
+    const limited = { peakRssBytes: 200 * 1024 * 1024, memoryLimitBytes: 512 * 1024 * 1024 };
+    const states = new Map<ScenarioName, ScenarioState>([
+      ["batch", { measurement: measurement(1000, 1000, limited), dedupe }],
+    ]);
+    expect(statusOf(states, "batch peak RSS MB (512 MiB limit)")).toBe("met");
+    expect(statusOf(states, "batch peak RSS MB (no memory limit)")).toBeUndefined();
   });
 
   it("checks one checkpoint row per partition, one event-id row per event and the checksum", () => {
