@@ -11,6 +11,7 @@ import { PostgresCpuSampler } from "./postgresCpu.js";
 import { RESULT_MARKER, peakRssBytes, type ScenarioMeasurement, type ScenarioSpec } from "./scenario.js";
 import { runNaive } from "./scenarios/naive.js";
 import { runRawKafkajs } from "./scenarios/rawKafkajs.js";
+import { runRawPlatformatic } from "./scenarios/rawPlatformatic.js";
 import { runReplayable } from "./scenarios/replayable.js";
 import { Tally } from "./tally.js";
 
@@ -33,6 +34,9 @@ async function main(): Promise<void> {
     case "raw":
     case "raw-1mib":
       await runRawKafkajs(spec, tally, log);
+      break;
+    case "raw-platformatic":
+      await runRawPlatformatic(spec, tally);
       break;
     case "naive":
       await runNaive(spec, tally, log);

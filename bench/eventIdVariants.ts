@@ -267,7 +267,10 @@ export const VARIANTS: readonly Variant[] = [
     { key: "hash" },
     { optimistic: true, probe: true, savepoint: true },
   ),
-  variant("hash-key+c", "unique key on a bigint hash of the id, COLLATE C", { collateC: true, hashKey: true }),
+  variant("hash-key+c", "unique key on a bigint hash of the id, COLLATE C", {
+    collateC: true,
+    hashKey: true,
+  }),
   variant(
     "hash-key-minimal",
     "minimal, with the unique key on a bigint hash of the id (floor)",

@@ -136,6 +136,7 @@ const FIRST_SHAPE_ONLY: readonly ScenarioName[] = ["per-record", "naive"];
 const LABELS: Record<ScenarioName, string> = {
   raw: "raw KafkaJS, own fetch size",
   "raw-1mib": "raw KafkaJS, 1 MiB fetch",
+  "raw-platformatic": "raw @platformatic/kafka, 1 MiB fetch",
   batch: "batch apply, event-id dedupe",
   "batch-offset": "batch apply, offset dedupe",
   replay: "replay of batch",
@@ -318,7 +319,7 @@ async function runShape(ctx: RunContext, shape: Shape, first: boolean): Promise<
       const fetchBytes =
         scenario === "raw" || scenario === "naive"
           ? fetchBytesPerPartition.raw
-          : scenario === "raw-1mib"
+          : scenario === "raw-1mib" || scenario === "raw-platformatic"
             ? fetchBytesPerPartition["raw-1mib"]
             : undefined;
       const spec: ScenarioSpec = {
@@ -442,7 +443,8 @@ async function scenarioTarget(
     return target;
   }
   const group = `bench-${scenario}-${shapeSlug(shape)}-${ctx.run}`;
-  if (scenario === "raw" || scenario === "raw-1mib") return { group, databaseUrl: "" };
+  if (scenario === "raw" || scenario === "raw-1mib" || scenario === "raw-platformatic")
+    return { group, databaseUrl: "" };
   const name = `bench_${ctx.run}_${shapeSlug(shape)}_${scenario.replace("-", "_")}`;
   return { group, databaseUrl: await createDatabase(ctx.config.databaseUrl, name, databases) };
 }

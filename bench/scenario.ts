@@ -11,6 +11,7 @@ import { readFileSync } from "node:fs";
 export const SCENARIOS = [
   "raw",
   "raw-1mib",
+  "raw-platformatic",
   "batch",
   "batch-offset",
   "replay",
