@@ -46,7 +46,14 @@ export interface GroupMember {
   readonly clientHost: string;
 }
 
-/** The admin operations the CLI and tests use; `close()` disconnects. */
+/**
+ * The admin operations the CLI, the member and tests use, whichever Kafka client carries them:
+ * {@link KafkaAdmin} (KafkaJS) or `PlatformaticAdmin` (src/kafka/platformatic/platformaticAdmin.ts;
+ * issue 30). Both give the same answers: test/integration/kafka/clusterAdmin.test.ts runs both.
+ */
+export type ClusterAdmin = Pick<KafkaAdmin, keyof KafkaAdmin>;
+
+/** The admin operations over KafkaJS; `close()` disconnects. */
 export class KafkaAdmin {
   private constructor(private readonly admin: Admin) {}
 
