@@ -4,7 +4,7 @@
  */
 import type { ConnectionOptions } from "node:tls";
 import type { SASLOptions } from "kafkajs";
-import { ReplayableError } from "../errors.js";
+import { nodeTlsOptions, oauthBearerProviderOf } from "./clientSecurity.js";
 import type { KafkaSecurity, OauthBearerProvider } from "./securityConfig.js";
 
 /** KafkaJS's `ssl` and `sasl` client options. */
@@ -23,20 +23,7 @@ export function kafkaJsSecurity(
   security: KafkaSecurity,
   oauthBearerProvider?: OauthBearerProvider,
 ): KafkaJsSecurity {
-  return { ssl: sslOptions(security), sasl: saslOptions(security, oauthBearerProvider) };
-}
-
-function sslOptions(security: KafkaSecurity): ConnectionOptions | undefined {
-  const ssl = security.ssl;
-  if (ssl === undefined) return undefined;
-  return {
-    ...(ssl.ca === undefined ? {} : { ca: [ssl.ca.pem] }),
-    ...(ssl.certificate === undefined ? {} : { cert: ssl.certificate.pem }),
-    ...(ssl.key === undefined ? {} : { key: ssl.key.pem }),
-    ...(ssl.keyPassword === undefined ? {} : { passphrase: ssl.keyPassword }),
-    rejectUnauthorized: ssl.verifyCertificate,
-    ...(ssl.verifyHostname ? {} : { checkServerIdentity: () => undefined }),
-  };
+  return { ssl: nodeTlsOptions(security), sasl: saslOptions(security, oauthBearerProvider) };
 }
 
 function saslOptions(
@@ -46,13 +33,7 @@ function saslOptions(
   const sasl = security.sasl;
   if (sasl === undefined) return undefined;
   if (sasl.mechanism === "OAUTHBEARER") {
-    const provider = override ?? security.oauthBearerProvider;
-    if (provider === undefined) {
-      throw new ReplayableError(
-        "CONFIG_INVALID",
-        "invalid configuration:\n  KAFKA_SASL_MECHANISM=OAUTHBEARER: needs a token provider: export kafkaOauthBearerProvider from the config file (or pass oauthBearerProvider to ConsumerService); see docs/security.md",
-      );
-    }
+    const provider = oauthBearerProviderOf(security, override);
     return {
       mechanism: "oauthbearer",
       oauthBearerProvider: async () => ({ value: (await provider()).value }),

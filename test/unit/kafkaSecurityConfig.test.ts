@@ -11,6 +11,7 @@ import { loadConfig, parseConfig } from "../../src/config.js";
 import { parseConfigFile } from "../../src/configFile/parseConfigFile.js";
 import { ReplayableError } from "../../src/errors.js";
 import { kafkaJsSecurity } from "../../src/kafka/kafkajsSecurity.js";
+import { platformaticSecurity } from "../../src/kafka/platformatic/platformaticSecurity.js";
 import { kafkaPrincipal } from "../../src/kafka/securityConfig.js";
 import { readPemFiles } from "../../src/secrets/pemFiles.js";
 import { clearSecrets, scrubSecrets } from "../../src/secrets/secrets.js";
@@ -123,6 +124,7 @@ describe("Kafka security settings", () => {
     const { security } = loadConfig({}).kafka;
     expect(security).toMatchObject({ protocol: "PLAINTEXT", sasl: undefined, ssl: undefined });
     expect(kafkaJsSecurity(security)).toEqual({ ssl: undefined, sasl: undefined });
+    expect(platformaticSecurity(security)).toEqual({});
     expect(kafkaPrincipal(security)).toBe("User:ANONYMOUS");
   });
 
@@ -138,6 +140,10 @@ describe("Kafka security settings", () => {
     expect(options.ssl?.ca).toHaveLength(1);
     expect(options.ssl?.checkServerIdentity).toBeUndefined();
     expect(kafkaPrincipal(security)).toBe("User:alice");
+    // The same settings for @platformatic/kafka (issue 30): Kafka's mechanism names, the same TLS options.
+    const other = platformaticSecurity(security);
+    expect(other.sasl).toEqual({ mechanism: "SCRAM-SHA-512", username: "alice", password: "pw-1" });
+    expect(other.tls).toEqual(options.ssl);
   });
 
   it("accepts Kafka's names in any case, and turning verification or host-name checks off", () => {
@@ -161,6 +167,7 @@ describe("Kafka security settings", () => {
       KAFKA_SSL_KEY_PASSWORD: "key-pass-1",
     }).kafka;
     expect(kafkaJsSecurity(security).ssl).toMatchObject({ passphrase: "key-pass-1" });
+    expect(platformaticSecurity(security).tls).toMatchObject({ passphrase: "key-pass-1" });
     expect(kafkaPrincipal(security)).toBe("User:CN=alice,O=unit");
   });
 
@@ -177,6 +184,12 @@ describe("Kafka security settings", () => {
     const provider = (sasl as { oauthBearerProvider: () => Promise<{ value: string }> }).oauthBearerProvider;
     expect(await provider()).toEqual({ value: "token-1" });
     expect(kafkaPrincipal(security)).toBeUndefined();
+    expect(() => platformaticSecurity(security)).toThrow(
+      /KAFKA_SASL_MECHANISM=OAUTHBEARER: needs a token provider/,
+    );
+    const other = platformaticSecurity(security, () => Promise.resolve({ value: "token-2" })).sasl;
+    expect(other?.mechanism).toBe("OAUTHBEARER");
+    expect(await other?.token?.()).toBe("token-2");
   });
 
   it.each<[string, Record<string, string>, string]>([

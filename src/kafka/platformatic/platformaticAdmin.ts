@@ -13,6 +13,7 @@ import {
   type GroupMember,
   type PartitionOffsets,
 } from "../admin.js";
+import type { PlatformaticSecurity } from "./platformaticSecurity.js";
 
 /** The module's exports (imported by the caller only when KAFKA_CLIENT chose this client). */
 type PlatformaticKafka = typeof import("@platformatic/kafka");
@@ -32,6 +33,8 @@ const LEADERS_TIMEOUT_MS = 30_000;
 export interface PlatformaticAdminOptions {
   readonly brokers: readonly string[];
   readonly clientId: string;
+  /** TLS and SASL (platformaticSecurity.ts); none: PLAINTEXT. */
+  readonly security?: PlatformaticSecurity;
 }
 
 /** The admin operations over @platformatic/kafka; `close()` disconnects. */
@@ -50,7 +53,11 @@ export class PlatformaticAdmin implements ClusterAdmin {
     kafka: PlatformaticKafka,
     options: PlatformaticAdminOptions,
   ): Promise<PlatformaticAdmin> {
-    const admin = new kafka.Admin({ clientId: options.clientId, bootstrapBrokers: [...options.brokers] });
+    const admin = new kafka.Admin({
+      clientId: options.clientId,
+      bootstrapBrokers: [...options.brokers],
+      ...options.security,
+    });
     try {
       await admin.metadata({ topics: [] });
     } catch (error) {
