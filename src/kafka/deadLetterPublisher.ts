@@ -30,7 +30,15 @@ export const DLQ_HEADERS = {
   message: "replayable.error.message",
 } as const;
 
-/** A producer for one DLQ topic; `start()` and `stop()` are idempotent. */
+/**
+ * What publishes dead letters to the DLQ topic, whichever Kafka client carries it:
+ * {@link DeadLetterPublisher} (KafkaJS) or `PlatformaticDeadLetterPublisher`
+ * (src/kafka/platformatic/platformaticDeadLetterPublisher.ts; issue 30). Both send the same records
+ * (test/integration/kafka/deadLetterPublishers.test.ts).
+ */
+export type DeadLetterSink = Pick<DeadLetterPublisher, "topic" | "start" | "publish" | "stop">;
+
+/** A producer for one DLQ topic over KafkaJS; `start()` and `stop()` are idempotent. */
 export class DeadLetterPublisher {
   private readonly producer: Producer;
   private started: Promise<void> | undefined;
