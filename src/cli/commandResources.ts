@@ -7,7 +7,7 @@ import type pg from "pg";
 import type { Logger } from "pino";
 import type { Config } from "../config.js";
 import { createPool } from "../db/pool.js";
-import type { KafkaAdmin } from "../kafka/admin.js";
+import type { ClusterAdmin } from "../kafka/admin.js";
 import { cliAdmin, type KafkaNeeds } from "./common.js";
 
 /** The resources of one command; {@link withCommandResources} closes them. */
@@ -30,7 +30,7 @@ export class CommandResources {
    * An admin client, connected once the access check of `needs` passed ({@link cliAdmin}).
    * @throws as cliAdmin: a refused login, TLS handshake or ACL (exit 2).
    */
-  async admin(config: Config, log: Logger, needs: KafkaNeeds): Promise<KafkaAdmin> {
+  async admin(config: Config, log: Logger, needs: KafkaNeeds): Promise<ClusterAdmin> {
     const admin = await cliAdmin(config, log, needs);
     this.onClose(() => admin.close());
     return admin;

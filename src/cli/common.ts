@@ -10,7 +10,7 @@ import { explainNotMigrated } from "../db/notMigrated.js";
 import { createPool } from "../db/pool.js";
 import { ReplayableError, classifyPgError, errorMessage } from "../errors.js";
 import { checkKafkaAccess } from "../kafka/accessCheck.js";
-import { KafkaAdmin } from "../kafka/admin.js";
+import { KafkaAdmin, type ClusterAdmin } from "../kafka/admin.js";
 import { createKafka } from "../kafka/client.js";
 import { kafkaSecurityFailure, type FailureContext, type TopicOperation } from "../kafka/securityFailure.js";
 import { createLogger, stderrDestination, type Logger } from "../logger.js";
@@ -323,7 +323,7 @@ let kafkaContext: FailureContext | undefined;
  * Checks the connection and the ACLs `needs` names ({@link checkKafkaAccess}: a refused login, TLS
  * handshake or ACL fails at once, exit 2), then connects the command's admin client.
  */
-export async function cliAdmin(config: Config, log: Logger, needs: KafkaNeeds = {}): Promise<KafkaAdmin> {
+export async function cliAdmin(config: Config, log: Logger, needs: KafkaNeeds = {}): Promise<ClusterAdmin> {
   const context: FailureContext = {
     security: config.kafka.security,
     brokers: config.kafka.brokers,

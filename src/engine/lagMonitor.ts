@@ -10,7 +10,7 @@
 import type pg from "pg";
 import type { Logger } from "pino";
 import { errorMessage } from "../errors.js";
-import type { KafkaAdmin, PartitionOffsets } from "../kafka/admin.js";
+import type { ClusterAdmin, PartitionOffsets } from "../kafka/admin.js";
 import type { Metrics } from "../metrics/metrics.js";
 import { compareOffsets, offsetDistance, offsetGaugeValue, type OffsetString } from "../offsets.js";
 import { readCheckpoints } from "../sql/readCheckpoints.js";
@@ -25,7 +25,7 @@ export interface LagMonitorOptions {
   readonly projection: string;
   readonly topics: readonly string[];
   /** The admin client for refreshes; shared with its owner, who closes it (the monitor never does). */
-  readonly admin: () => Promise<KafkaAdmin>;
+  readonly admin: () => Promise<ClusterAdmin>;
   readonly pool: pg.Pool;
   /** Refresh period, ms. */
   readonly intervalMs: number;

@@ -3,14 +3,14 @@
  * (src/kafka/missingTopicsError.ts), worded once for `run` and every command.
  */
 import type { ReplayableError } from "../errors.js";
-import type { KafkaAdmin } from "../kafka/admin.js";
+import type { ClusterAdmin } from "../kafka/admin.js";
 import { missingTopicsError } from "../kafka/missingTopicsError.js";
 
 /**
  * Those of `topics` the cluster does not have (one Metadata request for every topic: KafkaJS's
  * per-topic requests log "This server does not host this topic-partition" at error level and retry).
  */
-export async function topicsNotOnCluster(admin: KafkaAdmin, topics: readonly string[]): Promise<string[]> {
+export async function topicsNotOnCluster(admin: ClusterAdmin, topics: readonly string[]): Promise<string[]> {
   if (topics.length === 0) return [];
   const existing = new Set(await admin.listTopics());
   return topics.filter((t) => !existing.has(t));
@@ -22,7 +22,7 @@ export async function topicsNotOnCluster(admin: KafkaAdmin, topics: readonly str
  * @throws ReplayableError CONFIG_INVALID ({@link missingTopicsError}) naming the missing ones.
  */
 export async function assertTopicsOnCluster(
-  admin: KafkaAdmin,
+  admin: ClusterAdmin,
   topics: readonly string[],
   source: string,
 ): Promise<void> {

@@ -5,7 +5,7 @@
  */
 import type pg from "pg";
 import { ReplayableError } from "../errors.js";
-import type { KafkaAdmin } from "../kafka/admin.js";
+import type { ClusterAdmin } from "../kafka/admin.js";
 import { committedOffsetOrNone } from "../offsets.js";
 import { readCheckpoints } from "../sql/readCheckpoints.js";
 import { assertTopicsOnCluster } from "./missingTopics.js";
@@ -26,7 +26,7 @@ export type PartitionScope = { readonly allTopics: true } | { readonly topics: r
  *   without committed offsets.
  */
 export async function readPartitionStates(
-  admin: KafkaAdmin,
+  admin: ClusterAdmin,
   db: pg.Pool | pg.ClientBase,
   options: {
     groupId: string;
@@ -86,7 +86,7 @@ export async function readPartitionStates(
  * The topics and partitions the group has committed offsets for (`--all-topics`).
  * @throws ReplayableError NOT_FOUND when it has none.
  */
-async function committedTopics(admin: KafkaAdmin, groupId: string): Promise<TopicArg[]> {
+async function committedTopics(admin: ClusterAdmin, groupId: string): Promise<TopicArg[]> {
   const committed = await admin.groupCommittedOffsets(groupId);
   if (committed.length === 0) {
     throw new ReplayableError(

@@ -5,7 +5,7 @@
  * Only when neither exists yet do the projection's default topics apply.
  */
 import type pg from "pg";
-import type { KafkaAdmin } from "../kafka/admin.js";
+import type { ClusterAdmin } from "../kafka/admin.js";
 import type { Projection } from "../projection.js";
 import { readCheckpoints } from "../sql/readCheckpoints.js";
 
@@ -26,7 +26,7 @@ export interface ResolvedTopics {
  * projection's checkpointed topics (sorted, each once); else the projection's default topics.
  */
 export async function resolveProjectionTopics(
-  admin: KafkaAdmin,
+  admin: ClusterAdmin,
   db: pg.Pool | pg.ClientBase,
   projection: Pick<Projection<unknown>, "name" | "defaultTopics">,
   groupId: string,
@@ -51,7 +51,7 @@ export async function resolveProjectionTopics(
 
 /** The topics of {@link resolveProjectionTopics}, without their source. */
 export async function projectionTopics(
-  admin: KafkaAdmin,
+  admin: ClusterAdmin,
   db: pg.Pool | pg.ClientBase,
   projection: Pick<Projection<unknown>, "name" | "defaultTopics">,
   groupId: string,

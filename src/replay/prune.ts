@@ -15,7 +15,7 @@
  * A dry run by default.
  */
 import type pg from "pg";
-import type { KafkaAdmin } from "../kafka/admin.js";
+import type { ClusterAdmin } from "../kafka/admin.js";
 import type { Logger } from "../logger.js";
 import { offsetDistance } from "../offsets.js";
 import type { Projection } from "../projection.js";
@@ -73,7 +73,7 @@ export interface PruneResult {
 
 /** Inputs of {@link prune}. */
 export interface PruneOptions {
-  readonly admin: KafkaAdmin;
+  readonly admin: ClusterAdmin;
   readonly pool: pg.Pool;
   readonly projection: Pick<Projection<unknown>, "name" | "defaultTopics">;
   /** The projection's consumer group: its committed topics are among the projection's topics. */

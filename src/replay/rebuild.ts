@@ -14,7 +14,7 @@ import type pg from "pg";
 import { withTransaction } from "../db/withTransaction.js";
 import { ReplayableError, errorMessage } from "../errors.js";
 import { failpoint } from "../support/failpoints.js";
-import type { GroupMember, KafkaAdmin } from "../kafka/admin.js";
+import type { GroupMember, ClusterAdmin } from "../kafka/admin.js";
 import type { Logger } from "../logger.js";
 import { offsetDistance, type OffsetString } from "../offsets.js";
 import type { Projection } from "../projection.js";
@@ -38,7 +38,7 @@ import { commitPlan } from "./replay.js";
 
 /** Inputs of {@link rebuild}. */
 export interface RebuildOptions {
-  readonly admin: KafkaAdmin;
+  readonly admin: ClusterAdmin;
   readonly pool: pg.Pool;
   readonly projection: Pick<Projection<unknown>, "name" | "tables" | "defaultTopics">;
   readonly groupId: string;

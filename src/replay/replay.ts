@@ -6,7 +6,7 @@
  */
 import type pg from "pg";
 import { ReplayableError } from "../errors.js";
-import type { GroupMember, KafkaAdmin } from "../kafka/admin.js";
+import type { GroupMember, ClusterAdmin } from "../kafka/admin.js";
 import type { Logger } from "../logger.js";
 import { projectionLockedMessage, withExclusiveProjectionLock } from "./exclusiveLock.js";
 import { groupActiveMessage } from "./groupActivity.js";
@@ -16,7 +16,7 @@ import { describeResetSpec, type ResetSpec } from "./resetSpec.js";
 
 /** Inputs of {@link replay}. */
 export interface ReplayOptions {
-  readonly admin: KafkaAdmin;
+  readonly admin: ClusterAdmin;
   readonly pool: pg.Pool;
   readonly groupId: string;
   /** Whose checkpoints the counts are measured against. */
@@ -122,7 +122,7 @@ export async function planReplay(options: ReplayOptions): Promise<ReplayPlan> {
  * @throws ReplayableError KAFKA when a commit fails or the offsets read back differ.
  */
 export async function commitPlan(
-  admin: KafkaAdmin,
+  admin: ClusterAdmin,
   groupId: string,
   partitions: readonly Pick<PartitionPlan, "topic" | "partition" | "newOffset">[],
   log: Logger,

@@ -10,7 +10,7 @@
 import type pg from "pg";
 import { withTransaction } from "../db/withTransaction.js";
 import { ReplayableError } from "../errors.js";
-import type { KafkaAdmin } from "../kafka/admin.js";
+import type { ClusterAdmin } from "../kafka/admin.js";
 import type { Logger } from "../logger.js";
 import { advisoryLock, advisoryUnlock, MIGRATION_LOCK, versionCreationLock } from "../sql/advisoryLocks.js";
 import { insertVersion, insertVersionAudit, selectVersions } from "../sql/projectionVersions.js";
@@ -25,7 +25,7 @@ import { versionGroup, versionSchema } from "./versionNames.js";
 
 /** Inputs of {@link blueGreenRebuild}. */
 export interface BlueGreenOptions {
-  readonly admin: KafkaAdmin;
+  readonly admin: ClusterAdmin;
   readonly pool: pg.Pool;
   readonly projection: RegisteredProjection;
   /** The group id the new version's group is named after (`<groupId>-v<N>`). */

@@ -18,7 +18,7 @@
 import type pg from "pg";
 import { withTransaction } from "../db/withTransaction.js";
 import { failpoint } from "../support/failpoints.js";
-import type { CommittedOffset, KafkaAdmin } from "../kafka/admin.js";
+import type { CommittedOffset, ClusterAdmin } from "../kafka/admin.js";
 import type { Projection } from "../projection.js";
 import { withExclusiveProjectionLock, projectionLockedMessage } from "../replay/exclusiveLock.js";
 import { groupActiveMessage } from "../replay/groupActivity.js";
@@ -73,7 +73,7 @@ const liveRefusal = (projection: string, version: number, meanwhile: boolean): R
  * members), or undefined. Shared by {@link dropVersion} and its dry run (dropVersionPlan.ts).
  */
 export async function droppableRefusal(
-  admin: KafkaAdmin,
+  admin: ClusterAdmin,
   projection: string,
   row: VersionRow,
 ): Promise<Refusal | undefined> {
@@ -123,7 +123,7 @@ export async function droppedTables(
  *   (e.g. a missing Delete ACL on the group): nothing changed in PostgreSQL then.
  */
 export async function dropVersion(
-  admin: KafkaAdmin,
+  admin: ClusterAdmin,
   pool: pg.Pool,
   projection: Projection<unknown>,
   version: number,

@@ -4,7 +4,7 @@
  * and `prune`, nothing changes until the operator has seen this.
  */
 import type pg from "pg";
-import type { KafkaAdmin } from "../kafka/admin.js";
+import type { ClusterAdmin } from "../kafka/admin.js";
 import type { Projection } from "../projection.js";
 import { countDedupeState, type TableRowCount } from "../sql/dropVersionCounts.js";
 import { versionMigrationsTable } from "./createVersion.js";
@@ -34,7 +34,7 @@ export interface DropPlan {
  * @throws ReplayableError CONFIG_INVALID for a version that does not exist or was dropped already.
  */
 export async function planDropVersion(
-  admin: KafkaAdmin,
+  admin: ClusterAdmin,
   pool: pg.Pool,
   projection: Projection<unknown>,
   version: number,

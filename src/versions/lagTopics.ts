@@ -12,7 +12,7 @@
  * the projection's default topics apply ({@link resolveProjectionTopics}).
  */
 import type pg from "pg";
-import type { KafkaAdmin } from "../kafka/admin.js";
+import type { ClusterAdmin } from "../kafka/admin.js";
 import { readCheckpoints } from "../sql/readCheckpoints.js";
 
 /** The topics to measure and how to name their source in an error about one of them. */
@@ -28,7 +28,7 @@ export interface LagTopics {
  * @throws the KafkaJS error when a group's offsets cannot be fetched (e.g. no Describe ACL on it).
  */
 export async function lagTopics(
-  admin: KafkaAdmin,
+  admin: ClusterAdmin,
   db: pg.Pool | pg.ClientBase,
   named: readonly string[],
   groupIds: readonly string[],

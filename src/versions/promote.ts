@@ -6,7 +6,7 @@
  * Both switch the views in one transaction (swapVersions.ts) and write an audit row.
  */
 import type pg from "pg";
-import type { KafkaAdmin } from "../kafka/admin.js";
+import type { ClusterAdmin } from "../kafka/admin.js";
 import type { Projection } from "../projection.js";
 import { selectVersions } from "../sql/projectionVersions.js";
 import { compareVersions, type VersionComparison } from "./compareVersions.js";
@@ -19,7 +19,7 @@ import { versionLag, type VersionPartitionLag } from "./versionLag.js";
 
 /** Inputs of {@link promote}. */
 export interface PromoteOptions {
-  readonly admin: KafkaAdmin;
+  readonly admin: ClusterAdmin;
   readonly pool: pg.Pool;
   readonly projection: Projection<unknown>;
   readonly version: number;
@@ -164,7 +164,7 @@ function comparisonRefusal(
 
 /** Inputs of {@link rollback}. */
 export interface RollbackOptions {
-  readonly admin: KafkaAdmin;
+  readonly admin: ClusterAdmin;
   readonly pool: pg.Pool;
   readonly projection: Projection<unknown>;
   readonly lockTimeoutMs: number;

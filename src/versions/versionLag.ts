@@ -3,7 +3,7 @@
  * checkpoint (the log start offset where it has applied nothing yet). Offsets are exact bigints.
  */
 import type pg from "pg";
-import type { KafkaAdmin } from "../kafka/admin.js";
+import type { ClusterAdmin } from "../kafka/admin.js";
 import { offsetDistance } from "../offsets.js";
 import type { Projection } from "../projection.js";
 import { readPartitionStates } from "../replay/partitionStates.js";
@@ -27,7 +27,7 @@ export interface VersionPartitionLag {
  * @throws ReplayableError CONFIG_INVALID for a topic that does not exist.
  */
 export async function versionLag(
-  admin: KafkaAdmin,
+  admin: ClusterAdmin,
   db: pg.Pool,
   instance: Pick<Projection<unknown>, "name" | "defaultTopics">,
   groupId: string,

@@ -3,7 +3,7 @@ import { Command } from "commander";
 import type pg from "pg";
 import type { Config } from "../../config.js";
 import { checkDatabase } from "../../db/startupCheck.js";
-import type { KafkaAdmin } from "../../kafka/admin.js";
+import type { ClusterAdmin } from "../../kafka/admin.js";
 import { committedOffsetOrNone, compareOffsets, offsetDistance } from "../../offsets.js";
 import type { Projection } from "../../projection.js";
 import { missingTopicsError } from "../../kafka/missingTopicsError.js";
@@ -144,7 +144,7 @@ async function statusAction(flags: StatusFlags): Promise<void> {
  * ({@link versionProgress}); docs/replay.md "Progress".
  */
 async function printVersionsStatus(
-  admin: KafkaAdmin,
+  admin: ClusterAdmin,
   pool: pg.Pool,
   projection: Projection<unknown>,
   config: Config,
@@ -213,7 +213,7 @@ async function progressOf(
  * @throws ReplayableError when a topic named or defaulted does not exist (a usage error).
  */
 async function readPartitionStatus(
-  admin: KafkaAdmin,
+  admin: ClusterAdmin,
   pool: pg.Pool,
   projection: Pick<Projection<unknown>, "name" | "defaultTopics">,
   config: Config,
