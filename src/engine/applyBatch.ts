@@ -14,7 +14,7 @@ import type { KafkaRecord } from "../record.js";
 import { advanceCheckpoint } from "../sql/advanceCheckpoint.js";
 import { insertDeadLetter } from "../sql/insertDeadLetter.js";
 import { lockCheckpoint } from "../sql/lockCheckpoint.js";
-import { applyRecords } from "./applyRecords.js";
+import { BatchApplyRejected, applyRecords } from "./applyRecords.js";
 import { checkpointAheadOfLog } from "./checkpointAheadOfLog.js";
 
 /** A record that went to dead letters in this transaction. */
@@ -75,8 +75,12 @@ export interface ApplyBatchInput<T> {
 }
 
 /**
- * Runs one dedupe-then-effect transaction on `client` (already checked out of the pool).
- * On any error the transaction is rolled back and the error rethrown: a transient one for the
+ * Runs one dedupe-then-effect transaction on `client` (already checked out of the pool). The
+ * projection's `applyBatch` runs without a savepoint; should it fail permanently (a record it
+ * cannot take), the transaction is rolled back and run once more applying the records one at a
+ * time, each in its savepoint, so that only the bad record is dead-lettered (docs/design.md "The
+ * transaction", step 5). On any other error the transaction is rolled back and the error
+ * rethrown: a transient one for the
  * caller to retry, `CHECKPOINT_AHEAD_OF_LOG` to stop the consumer, `PROJECTION_REBUILT` to drop the
  * batch's generation, `RECORDS_NOT_ASCENDING` (thrown before BEGIN) to stop the consumer.
  * @throws ReplayableError RECORDS_NOT_ASCENDING when the records are not in strictly ascending
@@ -92,18 +96,37 @@ export async function applyBatch<T>(input: ApplyBatchInput<T>): Promise<BatchRes
   if (last === undefined) throw new Error("applyBatch: no records and no throughOffset");
   const refused = notAscending(input, last);
   if (refused !== undefined) throw refused;
-  return withTransaction(
-    client,
-    async () => {
-      const result = await inTransaction(input, last);
-      await failpoint("before-db-commit");
-      return result;
-    },
-    { lockTimeoutMs: input.lockTimeoutMs, searchPath: input.projection.searchPath, log },
-  );
+  const run = (batchApply: "whole-transaction" | "one-at-a-time") =>
+    withTransaction(
+      client,
+      async () => {
+        const result = await inTransaction(input, last, batchApply);
+        await failpoint("before-db-commit");
+        return result;
+      },
+      { lockTimeoutMs: input.lockTimeoutMs, searchPath: input.projection.searchPath, log },
+    );
+  let result: BatchResult;
+  try {
+    // The projection's batch apply without a savepoint: the common case pays no subtransaction.
+    result = await run("whole-transaction");
+  } catch (error) {
+    if (!(error instanceof BatchApplyRejected)) throw error;
+    // A record the batch apply cannot take: all of it was rolled back; again, one record at a
+    // time, so that only that record is dead-lettered.
+    log.debug({ err: error.cause }, "batch apply failed; applying the records one at a time");
+    result = await run("one-at-a-time");
+  }
+  for (const { record, code, message, id } of result.deadLettered)
+    log.warn({ offset: record.offset, code, error: message, deadLetterId: id }, "record dead-lettered");
+  return result;
 }
 
-async function inTransaction<T>(input: ApplyBatchInput<T>, last: string): Promise<BatchResult> {
+async function inTransaction<T>(
+  input: ApplyBatchInput<T>,
+  last: string,
+  batchApply: "whole-transaction" | "one-at-a-time",
+): Promise<BatchResult> {
   const { client, projection, topic, partition, records, log } = input;
   // Step 2: the checkpoint row lock is the fence between two members holding the partition, and
   // the rebuild epoch the fence against a member of a generation that ended before a rebuild.
@@ -130,10 +153,11 @@ async function inTransaction<T>(input: ApplyBatchInput<T>, last: string): Promis
     maxRecordBytes: input.maxRecordBytes,
     maxRecordHeaders: input.maxRecordHeaders,
     log,
+    batchApply,
+    // Logged after COMMIT (applyBatch): a transaction run again one record at a time stores them again.
     deadLetter: async (record, code, message) => {
       const id = await insertDeadLetter(client, projection.name, record, code, message);
       deadLettered.push({ id, record, code, message });
-      log.warn({ offset: record.offset, code, error: message, deadLetterId: id }, "record dead-lettered");
     },
   });
 

@@ -48,6 +48,30 @@ export interface ApplyRecordsInput<T> {
    * and offset was recorded when the record was dead-lettered, so it is this record, not a duplicate.
    */
   readonly retrying?: boolean;
+  /**
+   * How a projection's `applyBatch` runs, and what a permanent failure of it does:
+   * - `in-savepoint` (the default): inside a savepoint; on a permanent failure the savepoint is
+   *   rolled back and the records are applied one at a time, each in its own savepoint.
+   * - `whole-transaction`: without a savepoint (two round trips and a subtransaction fewer per
+   *   transaction); a permanent failure throws {@link BatchApplyRejected}, and the caller rolls the
+   *   transaction back and runs it again with `one-at-a-time`.
+   * - `one-at-a-time`: `applyBatch` is not called; each record is applied in its own savepoint.
+   */
+  readonly batchApply?: "in-savepoint" | "whole-transaction" | "one-at-a-time";
+}
+
+/**
+ * A projection's `applyBatch` failed permanently outside a savepoint (`batchApply:
+ * "whole-transaction"`): the transaction must be rolled back and run again one record at a time,
+ * which finds the record to dead-letter. `cause` is the projection's error.
+ */
+export class BatchApplyRejected extends Error {
+  constructor(cause: unknown) {
+    super("the projection's batch apply failed permanently; the records are applied one at a time", {
+      cause,
+    });
+    this.name = "BatchApplyRejected";
+  }
 }
 
 /** What {@link applyRecords} did with the records. */
@@ -122,7 +146,13 @@ export async function applyRecords<T>(input: ApplyRecordsInput<T>): Promise<Appl
     }
   }
   const ctx: ApplyContext = { client: input.client, db: drizzleOf(input.client), log };
-  const applied = await applyDecoded(ctx, projection, decoded, deadLetter);
+  const applied = await applyDecoded(
+    ctx,
+    projection,
+    decoded,
+    deadLetter,
+    input.batchApply ?? "in-savepoint",
+  );
   return { applied, duplicates, eventIdsRecorded };
 }
 
@@ -225,10 +255,21 @@ async function applyDecoded<T>(
   projection: Projection<T>,
   decoded: readonly DecodedRecord<T>[],
   deadLetter: DeadLetterSink,
+  batchApply: NonNullable<ApplyRecordsInput<T>["batchApply"]>,
 ): Promise<number> {
   if (decoded.length === 0) return 0;
   const { client } = ctx;
-  if (projection.applyBatch !== undefined) {
+  if (projection.applyBatch !== undefined && batchApply === "whole-transaction") {
+    try {
+      await projection.applyBatch(ctx, decoded);
+      await failpoint("in-apply");
+      return decoded.length;
+    } catch (error) {
+      if (!isPermanent(error)) throw error;
+      throw new BatchApplyRejected(error);
+    }
+  }
+  if (projection.applyBatch !== undefined && batchApply === "in-savepoint") {
     await client.query("SAVEPOINT replayable_batch");
     try {
       await projection.applyBatch(ctx, decoded);

@@ -63,6 +63,34 @@ async function apply(records: KafkaRecord[], maxRecordBytes = 1_048_576): Promis
   }
 }
 
+/** {@link apply}, returning the text of every statement the transaction sent besides the result. */
+async function applyTraced(records: KafkaRecord[]): Promise<{ result: BatchResult; statements: string[] }> {
+  const client = await db.pool.connect();
+  const statements: string[] = [];
+  const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+  (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
+    const first = args[0];
+    statements.push(typeof first === "string" ? first : String((first as { text?: string }).text));
+    return query(...args);
+  };
+  try {
+    const result = await applyBatch({
+      client,
+      projection: ledgerProjection,
+      topic: records[0]!.topic,
+      partition: 0,
+      records,
+      maxRecordBytes: 1_048_576,
+      rebuildEpoch: "0",
+      log,
+    });
+    return { result, statements };
+  } finally {
+    (client as unknown as { query: unknown }).query = query;
+    client.release();
+  }
+}
+
 async function balance(account: string): Promise<string | undefined> {
   const r = await db.pool.query<{ balance_cents: string }>(
     "SELECT balance_cents FROM ledger.ledger_accounts WHERE account_id = $1",
@@ -206,6 +234,52 @@ describe("applyBatch", () => {
     expect((await deadLetters(topic)).map((d) => [d.offset, d.error_code])).toEqual([
       ["1", "APPLY_REJECTED"],
     ]);
+  });
+
+  it("a batch the projection applies whole runs in no savepoint (no subtransaction per transaction)", async () => {
+    const topic = uniqueName("t");
+    const { result, statements } = await applyTraced([
+      credit(topic, 0, `${topic}-a`, 10),
+      credit(topic, 1, `${topic}-b`, 5),
+    ]);
+    expect(result.applied).toBe(2);
+    expect(statements.some((s) => /SAVEPOINT/i.test(s))).toBe(false);
+    expect(statements.filter((s) => /^BEGIN/.test(s))).toHaveLength(1);
+  });
+
+  it("a batch apply refused on one record runs the transaction again one record at a time: each dead letter stored once", async () => {
+    const topic = uniqueName("t");
+    const account = `${topic}-acc`;
+    const good = (offset: number, amount: number): KafkaRecord => ({
+      ...credit(topic, offset, `${topic}-${offset}`, amount),
+      value: Buffer.from(JSON.stringify({ account, amount })),
+    });
+    const undecodable: KafkaRecord = { ...credit(topic, 1, `${topic}-1`, 1), value: Buffer.from("{") };
+    const refused: KafkaRecord = {
+      ...credit(topic, 3, `${topic}-3`, 5),
+      value: Buffer.from(JSON.stringify({ account: "nul\u0000acc", amount: 5 })),
+    };
+    const { result, statements } = await applyTraced([
+      good(0, 10),
+      undecodable,
+      good(2, 20),
+      refused,
+      good(4, 40),
+    ]);
+    expect(result.applied).toBe(3);
+    expect(result.deadLettered.map((d) => [d.record.offset, d.code])).toEqual([
+      ["1", "DECODE_FAILED"],
+      ["3", "APPLY_REJECTED"],
+    ]);
+    expect(await balance(account)).toBe("70");
+    expect((await deadLetters(topic)).map((d) => [d.offset, d.error_code])).toEqual([
+      ["1", "DECODE_FAILED"],
+      ["3", "APPLY_REJECTED"],
+    ]);
+    // The first transaction rolled back, the second committed.
+    expect(statements.filter((s) => /^BEGIN/.test(s))).toHaveLength(2);
+    expect(statements.filter((s) => s === "ROLLBACK")).toHaveLength(1);
+    expect(statements.filter((s) => s === "COMMIT")).toHaveLength(1);
   });
 
   it("a record over the size limit is dead-lettered once; a re-send with the same ce_id counts as a duplicate", async () => {
