@@ -10,6 +10,7 @@ import type { OauthBearerProvider } from "../kafka/securityConfig.js";
 export const SETTING_VARIABLES = {
   kafkaBrokers: "KAFKA_BROKERS",
   kafkaClientId: "KAFKA_CLIENT_ID",
+  kafkaClient: "KAFKA_CLIENT",
   kafkaSecurityProtocol: "KAFKA_SECURITY_PROTOCOL",
   kafkaSaslMechanism: "KAFKA_SASL_MECHANISM",
   kafkaSaslUsername: "KAFKA_SASL_USERNAME",
