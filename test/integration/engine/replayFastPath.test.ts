@@ -21,6 +21,7 @@ import {
   waitFor,
   waitForCaughtUp,
   type TestDatabase,
+  TEST_CLIENT_ENV,
 } from "../../helpers/stack.js";
 
 const stack = useStack();
@@ -72,6 +73,7 @@ async function endMemberSessions(db: TestDatabase): Promise<number> {
 function member(db: TestDatabase, topic: string, group: string, events: BatchCommitted[]): ConsumerService {
   const config = loadConfig({
     KAFKA_BROKERS: BROKERS.join(","),
+    ...TEST_CLIENT_ENV,
     DATABASE_URL: db.url,
     REPLAYABLE_TOPICS: topic,
     REPLAYABLE_GROUP_ID: group,
