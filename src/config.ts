@@ -593,7 +593,7 @@ function securityChecks(c: Partial<Parsed>): SettingProblem[] {
   if (c.KAFKA_CLIENT === "platformatic" && protocol !== "PLAINTEXT")
     problems.push({
       variable: "KAFKA_CLIENT",
-      message: `platformatic does not support KAFKA_SECURITY_PROTOCOL=${protocol} yet (issue 30, phase 1: PLAINTEXT only); use KAFKA_CLIENT=kafkajs`,
+      message: `does not support KAFKA_SECURITY_PROTOCOL=${protocol} yet (issue 30, phase 1: PLAINTEXT only); use KAFKA_CLIENT=kafkajs`,
     });
   const sasl = protocol.startsWith("SASL_");
   const tls = protocol.endsWith("SSL");
