@@ -102,8 +102,6 @@ interface PartitionState extends TopicPartition {
 interface Generation {
   readonly generation: number;
   readonly partitions: Map<PartitionKey, PartitionState>;
-  /** Brokers (node ids) with a fetch of this generation in flight. */
-  readonly busyNodes: Set<number>;
   /** False once a later join began, a rebalance was announced, or the feed stops. */
   active: boolean;
 }
@@ -124,6 +122,12 @@ export class PlatformaticFeed implements Feed {
   /** The partitions the engine paused; a pause outlives a rejoin. */
   private readonly paused = new Set<PartitionKey>();
   private limits: FetchLimits;
+  /**
+   * Brokers (node ids) with a fetch in flight, of any generation: one at a time per broker, as the
+   * library keeps one incremental fetch session per broker (KIP-227) and a second request in
+   * flight would reuse its epoch.
+   */
+  private readonly busyNodes = new Set<number>();
   private pumpTimer: NodeJS.Timeout | undefined;
   private joinTimer: NodeJS.Timeout | undefined;
   private joinFailures = 0;
@@ -364,7 +368,7 @@ export class PlatformaticFeed implements Feed {
         });
       }
     }
-    const state: Generation = { generation, partitions, busyNodes: new Set(), active: true };
+    const state: Generation = { generation, partitions, active: true };
     this.current = state;
     this.joined = true;
     this.options.log.info(
@@ -482,7 +486,7 @@ export class PlatformaticFeed implements Feed {
         continue;
       }
       const leader = metadata.topics.get(p.topic)?.partitions[p.partition]?.leader;
-      if (leader === undefined || leader < 0 || state.busyNodes.has(leader)) continue;
+      if (leader === undefined || leader < 0 || this.busyNodes.has(leader)) continue;
       byNode.set(leader, [...(byNode.get(leader) ?? []), p]);
     }
     for (const [node, partitions] of byNode) void this.fetchFrom(state, node, partitions, metadata);
@@ -516,7 +520,7 @@ export class PlatformaticFeed implements Feed {
       requested.set(p.key, p.position!);
       p.fetching = true;
     }
-    state.busyNodes.add(node);
+    this.busyNodes.add(node);
     const topicNames = new Map([...topics].map(([name, { topicId }]) => [topicId, name]));
     let response: FetchResponse | undefined;
     let failure: unknown;
@@ -532,10 +536,12 @@ export class PlatformaticFeed implements Feed {
     } catch (error) {
       failure = error;
     } finally {
-      state.busyNodes.delete(node);
+      this.busyNodes.delete(node);
       for (const p of partitions) p.fetching = false;
     }
-    if (!state.active || this.stopRequested) return;
+    if (this.stopRequested) return;
+    // A later generation may wait for this broker: its fetch goes out now.
+    if (!state.active) return this.schedulePump(0);
     if (failure !== undefined) await this.onFetchError(state, partitions, topicNames, requested, failure);
     else this.handOver(state, response!, topicNames, requested);
     this.schedulePump(0);
