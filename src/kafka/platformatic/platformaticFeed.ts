@@ -78,6 +78,14 @@ const FATAL_FETCH_ERRORS = [
   "UNSUPPORTED_VERSION",
 ];
 
+/** Fetch errors after which the topic's metadata (its id, its leaders) is read again. */
+const STALE_TOPIC_ERRORS = [
+  "UNKNOWN_TOPIC_OR_PARTITION",
+  "UNKNOWN_TOPIC_ID",
+  "INCONSISTENT_TOPIC_ID",
+  "FETCH_SESSION_TOPIC_ID_ERROR",
+];
+
 /** Protocol errors of a group join that no retry can fix. */
 const FATAL_GROUP_ERRORS = [
   "GROUP_AUTHORIZATION_FAILED",
@@ -104,6 +112,8 @@ interface Generation {
   readonly partitions: Map<PartitionKey, PartitionState>;
   /** False once a later join began, a rebalance was announced, or the feed stops. */
   active: boolean;
+  /** Each topic's id when this generation first fetched it: a new id is a recreated topic. */
+  readonly topicIds: Map<string, string>;
 }
 
 /** A consumer group member's Kafka side over @platformatic/kafka. `start()` and `stop()` are idempotent. */
@@ -368,7 +378,7 @@ export class PlatformaticFeed implements Feed {
         });
       }
     }
-    const state: Generation = { generation, partitions, active: true };
+    const state: Generation = { generation, partitions, active: true, topicIds: new Map() };
     this.current = state;
     this.joined = true;
     this.options.log.info(
@@ -476,8 +486,26 @@ export class PlatformaticFeed implements Feed {
       return;
     }
     if (!state.active || this.stopRequested) return;
+    // A topic deleted and created again under the same name: its offsets start again. KafkaJS
+    // rejoins the group then (its consumer restarts), and the engine checks its checkpoints against
+    // the new log at the join (CHECKPOINT_AHEAD_OF_LOG): do the same.
+    for (const topic of this.options.topics) {
+      const id = metadata.topics.get(topic)?.id;
+      if (id === undefined) continue;
+      const known = state.topicIds.get(topic);
+      if (known === undefined) state.topicIds.set(topic, id);
+      else if (known !== id) {
+        this.options.log.warn(
+          { topic },
+          "the topic was recreated (its topic id changed): joining the group again",
+        );
+        this.rejoin(state.generation);
+        return;
+      }
+    }
     const now = Date.now();
     let nextDue = Infinity;
+    let leaderless = false;
     const byNode = new Map<number, PartitionState[]>();
     for (const p of state.partitions.values()) {
       if (p.position === undefined || p.fetching || this.paused.has(p.key)) continue;
@@ -486,10 +514,19 @@ export class PlatformaticFeed implements Feed {
         continue;
       }
       const leader = metadata.topics.get(p.topic)?.partitions[p.partition]?.leader;
-      if (leader === undefined || leader < 0 || this.busyNodes.has(leader)) continue;
+      if (leader === undefined || leader < 0) {
+        leaderless = true;
+        continue;
+      }
+      if (this.busyNodes.has(leader)) continue;
       byNode.set(leader, [...(byNode.get(leader) ?? []), p]);
     }
     for (const [node, partitions] of byNode) void this.fetchFrom(state, node, partitions, metadata);
+    if (leaderless) {
+      // No leader known (an election, a deleted topic): look again with fresh metadata.
+      consumer.clearMetadata();
+      nextDue = Math.min(nextDue, now + (this.options.retryInitialMs ?? 1000));
+    }
     if (nextDue !== Infinity) this.schedulePump(Math.max(1, nextDue - now));
   }
 
@@ -578,6 +615,10 @@ export class PlatformaticFeed implements Feed {
         if (batch === undefined) continue;
         p.position = BigInt(batch.throughOffset) + 1n;
         this.listener?.fetched(batch);
+        this.options.log.debug(
+          { topic, partition: p.partition, generation: state.generation, throughOffset: batch.throughOffset },
+          "fetch handed over",
+        );
       }
     }
   }
@@ -638,6 +679,9 @@ export class PlatformaticFeed implements Feed {
       }
       return;
     }
+    // The library refreshes its metadata after some fetch errors only (not UNKNOWN_TOPIC_OR_PARTITION).
+    if (STALE_TOPIC_ERRORS.some((id) => lib.findErrorBy(error as Error, "apiId", id) !== null))
+      this.consumer!.clearMetadata();
     if (this.isFatal(error, FATAL_FETCH_ERRORS)) {
       this.listener?.crashed(
         new ReplayableError("KAFKA", `fetching failed: ${errorMessage(error)}`, { cause: error }),
