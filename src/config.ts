@@ -28,6 +28,10 @@ import { closest } from "./text/suggest.js";
 export const KAFKA_CLIENTS = ["kafkajs", "platformatic"] as const;
 /** One of {@link KAFKA_CLIENTS}. */
 export type KafkaClient = (typeof KAFKA_CLIENTS)[number];
+/** The consumer group protocols (KAFKA_GROUP_PROTOCOL): classic, or KIP-848's consumer protocol. */
+export const GROUP_PROTOCOLS = ["classic", "consumer"] as const;
+/** One of {@link GROUP_PROTOCOLS}. */
+export type GroupProtocol = (typeof GROUP_PROTOCOLS)[number];
 
 const HOST_PORT = /^[^\s:,]+:\d{1,5}$/;
 const TOPIC = /^[a-zA-Z0-9._-]{1,249}$/;
@@ -100,6 +104,13 @@ const schema = z.object({
     .toLowerCase()
     .pipe(z.enum(KAFKA_CLIENTS, { message: `must be one of ${KAFKA_CLIENTS.join(", ")}` }))
     .default("kafkajs"),
+  // The group protocol of the platformatic feed: classic (JoinGroup/SyncGroup) or consumer (KIP-848).
+  KAFKA_GROUP_PROTOCOL: z
+    .string()
+    .trim()
+    .toLowerCase()
+    .pipe(z.enum(GROUP_PROTOCOLS, { message: `must be one of ${GROUP_PROTOCOLS.join(", ")}` }))
+    .default("classic"),
   // Named after Kafka's client settings (security.protocol, sasl.mechanism, ssl.ca.location...).
   KAFKA_SECURITY_PROTOCOL: z
     .string()
@@ -286,6 +297,11 @@ export interface Config {
      * KafkaJS).
      */
     readonly client: KafkaClient;
+    /**
+     * The consumer group protocol (KAFKA_GROUP_PROTOCOL): `classic`, or `consumer` (KIP-848, the
+     * broker assigns partitions; only with KAFKA_CLIENT=platformatic).
+     */
+    readonly groupProtocol: GroupProtocol;
     /** TLS and SASL of every Kafka client (KAFKA_SECURITY_PROTOCOL and the KAFKA_SASL_*, KAFKA_SSL_* settings). */
     readonly security: KafkaSecurity;
   };
@@ -493,6 +509,7 @@ function freezeConfig(c: z.output<typeof schema>, security: KafkaSecurity): Conf
       brokers: Object.freeze(c.KAFKA_BROKERS),
       clientId: c.KAFKA_CLIENT_ID,
       client: c.KAFKA_CLIENT,
+      groupProtocol: c.KAFKA_GROUP_PROTOCOL,
       security,
     }),
     databaseUrl: c.DATABASE_URL,
@@ -590,6 +607,11 @@ function securityChecks(c: Partial<Parsed>): SettingProblem[] {
   const protocol = c.KAFKA_SECURITY_PROTOCOL;
   if (protocol === undefined) return [];
   const problems: SettingProblem[] = [];
+  if (c.KAFKA_GROUP_PROTOCOL === "consumer" && c.KAFKA_CLIENT !== "platformatic")
+    problems.push({
+      variable: "KAFKA_GROUP_PROTOCOL",
+      message: "consumer (KIP-848) needs KAFKA_CLIENT=platformatic: KafkaJS speaks the classic protocol only",
+    });
   if (c.KAFKA_CLIENT === "platformatic" && protocol !== "PLAINTEXT")
     problems.push({
       variable: "KAFKA_CLIENT",

@@ -270,7 +270,12 @@ export class ConsumerService {
     };
     const feed =
       config.kafka.client === "platformatic"
-        ? new PlatformaticFeed({ ...common, brokers: config.kafka.brokers, clientId: config.kafka.clientId })
+        ? new PlatformaticFeed({
+            ...common,
+            brokers: config.kafka.brokers,
+            clientId: config.kafka.clientId,
+            groupProtocol: config.kafka.groupProtocol,
+          })
         : new KafkaFeed({ ...common, partitionsConsumedConcurrently: config.partitionsConsumedConcurrently });
     this.feed = feed;
     return new Member({

@@ -13,7 +13,13 @@ import type { Consumer } from "@platformatic/kafka";
 import type { PlatformaticKafka } from "./loadClient.js";
 
 /** Coordinator answers that mean the generation is over: src/kafka/offsetCommits.ts skips the commit. */
-const REBALANCE_ERRORS = ["REBALANCE_IN_PROGRESS", "ILLEGAL_GENERATION", "UNKNOWN_MEMBER_ID"] as const;
+const REBALANCE_ERRORS = [
+  "REBALANCE_IN_PROGRESS",
+  "ILLEGAL_GENERATION",
+  "UNKNOWN_MEMBER_ID",
+  // KIP-848: the member epoch is over (the member was fenced).
+  "FENCED_MEMBER_EPOCH",
+] as const;
 
 /** What src/kafka/offsetCommits.ts calls: the shape of KafkaJS patch 006's `commitOffsetsOfGeneration`. */
 export interface GenerationCommitter {
@@ -88,7 +94,11 @@ export function generationCommitter(lib: PlatformaticKafka, consumer: Consumer):
         );
       } catch (error) {
         const type = REBALANCE_ERRORS.find((code) => lib.findErrorBy(error as Error, "apiId", code) !== null);
-        const retriable = type !== undefined || lib.findErrorBy(error as Error, "canRetry", false) === null;
+        // KIP-848's STALE_MEMBER_EPOCH: the epoch moved on (the library marks it not retriable);
+        // a retry carries the new epoch when the assignment stayed (src/kafka/offsetCommits.ts).
+        const stale = lib.findErrorBy(error as Error, "apiId", "STALE_MEMBER_EPOCH") !== null;
+        const retriable =
+          type !== undefined || stale || lib.findErrorBy(error as Error, "canRetry", false) === null;
         throw new CommitError(`offset commit failed: ${(error as Error).message}`, type, retriable, error);
       }
     },

@@ -29,6 +29,7 @@ import { assertTopicsExist } from "../admin.js";
 import type { FetchLimits } from "../kafkaFeed.js";
 import { OffsetCommits } from "../offsetCommits.js";
 import { committedBatches } from "./abortedTransactions.js";
+import { ConsumerGroupMember, type TopicAssignment } from "./consumerGroupMember.js";
 import { generationCommitter } from "./generationCommits.js";
 import { loadPlatformaticKafka, type PlatformaticKafka } from "./loadClient.js";
 import { offsetOf, toRecord, type RawRecord } from "./toRecord.js";
@@ -45,6 +46,11 @@ export interface PlatformaticFeedOptions {
   readonly topicsSource?: string;
   readonly sessionTimeoutMs: number;
   readonly heartbeatIntervalMs: number;
+  /**
+   * The group protocol (KAFKA_GROUP_PROTOCOL): `classic` (JoinGroup/SyncGroup, the library's
+   * membership) or `consumer` (KIP-848: the broker assigns; {@link ConsumerGroupMember}). Default classic.
+   */
+  readonly groupProtocol?: "classic" | "consumer";
   /** The first fetch limits, bytes; {@link PlatformaticFeed.setFetchLimits} changes them. */
   readonly fetchLimits: FetchLimits;
   readonly log: Logger;
@@ -142,6 +148,10 @@ export class PlatformaticFeed implements Feed {
   private joinTimer: NodeJS.Timeout | undefined;
   private joinFailures = 0;
   private joining: Promise<void> | undefined;
+  /** The KIP-848 membership (KAFKA_GROUP_PROTOCOL=consumer); undefined with the classic protocol. */
+  private member: ConsumerGroupMember | undefined;
+  /** The last join's payload: a KIP-848 rejoin starts a new generation of the same assignment. */
+  private lastJoin: { memberId: string; generationId?: number; assignments?: TopicAssignment } | undefined;
 
   constructor(private readonly options: PlatformaticFeedOptions) {
     this.limits = options.fetchLimits;
@@ -205,6 +215,15 @@ export class PlatformaticFeed implements Feed {
       consumer.on("consumer:group:rebalance", () => this.endFetching());
       // The library's rejoin after a heartbeat failed (it emits 'error'; unhandled, it would throw).
       consumer.on("error", (error: Error) => this.onMembershipLost(error));
+      if (options.groupProtocol === "consumer") {
+        options.log.info(
+          { kafkaClient: "platformatic", groupProtocol: "consumer" },
+          "the feed runs on @platformatic/kafka",
+        );
+        this.member = this.consumerGroupMember(lib, consumer);
+        this.member.start();
+        return;
+      }
       options.log.info({ kafkaClient: "platformatic" }, "the feed runs on @platformatic/kafka");
       await this.join(true);
     })();
@@ -223,6 +242,7 @@ export class PlatformaticFeed implements Feed {
       await drain();
       await this.commits?.stop();
       this.commits?.endGeneration();
+      await this.member?.leave();
       if (this.joined) {
         this.joined = false;
         this.listener?.unassigned();
@@ -268,6 +288,16 @@ export class PlatformaticFeed implements Feed {
    */
   rejoin(generation: number): void {
     if (this.stopRequested || !this.joined || generation !== this.generation || this.joining) return;
+    if (this.member !== undefined) {
+      // KIP-848: nothing to tell the broker; a new generation of the same assignment fetches every
+      // partition again from its committed offset, and the old one's commits are skipped.
+      this.options.log.warn(
+        { generation },
+        "starting a new generation: the partitions are fetched again from their committed offsets",
+      );
+      if (this.lastJoin !== undefined) this.onGroupJoin(this.lastJoin);
+      return;
+    }
     this.options.log.warn(
       { generation },
       "joining the consumer group again: the partitions are fetched again from their committed offsets",
@@ -354,6 +384,7 @@ export class PlatformaticFeed implements Feed {
     assignments?: { topic: string; partitions: number[] }[];
   }): void {
     if (this.stopRequested) return;
+    this.lastJoin = payload;
     this.endFetching();
     this.generation += 1;
     const generation = this.generation;
@@ -387,6 +418,39 @@ export class PlatformaticFeed implements Feed {
     );
     this.listener?.assigned(generation, assignment);
     void this.readPositions(state);
+  }
+
+  /** The KIP-848 member, wired to this feed's generations. */
+  private consumerGroupMember(lib: PlatformaticKafka, consumer: Consumer): ConsumerGroupMember {
+    return new ConsumerGroupMember({
+      lib,
+      consumer,
+      groupId: this.options.groupId,
+      topics: this.options.topics,
+      rebalanceTimeoutMs: Math.max(this.options.sessionTimeoutMs * 2, 60_000),
+      log: this.options.log,
+      events: {
+        assigned: (memberEpoch, memberId, assignments) =>
+          this.onGroupJoin({ memberId, generationId: memberEpoch, assignments }),
+        // Same assignment, same generation: its commits go with the new epoch from now on.
+        epochChanged: (memberEpoch, memberId) =>
+          this.commits?.newGeneration(this.generation, { generationId: memberEpoch, memberId }),
+        lost: () => {
+          this.endFetching();
+          this.commits?.endGeneration();
+          if (this.joined) {
+            this.joined = false;
+            this.listener?.unassigned();
+          }
+        },
+        failed: (error) =>
+          this.listener?.crashed(
+            new ReplayableError("KAFKA", `the consumer group membership failed: ${errorMessage(error)}`, {
+              cause: error,
+            }),
+          ),
+      },
+    });
   }
 
   /** Stops the current generation's fetching: batches of fetches in flight are dropped. */

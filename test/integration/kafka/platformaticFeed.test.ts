@@ -195,6 +195,58 @@ describe("the @platformatic/kafka feed", () => {
     expect(new Set(applied).size).toBe(75);
   });
 
+  it("KIP-848 (KAFKA_GROUP_PROTOCOL=consumer): two members share the partitions, every record applied once, and the group is caught up", async () => {
+    const topic = uniqueName("plt-848");
+    const group = uniqueName("g");
+    await stack.admin.createTopic(topic, 4);
+    await createAppliedTable();
+    await produceRecords(
+      testKafka(),
+      topic,
+      Array.from({ length: 80 }, (_, i) => ({ key: `k${i}`, value: `first-${i}` })),
+    );
+    const env = { KAFKA_GROUP_PROTOCOL: "consumer" };
+    const lines: string[] = [];
+    const one = platformaticMember(topic, group, lines, env);
+    await one.start();
+    await waitForCaughtUp(stack.admin, group, topic);
+    expect(lines.some((line) => line.includes('"groupProtocol":"consumer"'))).toBe(true);
+    // A second member: the broker moves partitions to it (KIP-848's incremental assignment).
+    const assigned: number[] = [];
+    const two = new ConsumerService({
+      config: loadConfig({
+        KAFKA_BROKERS: BROKERS.join(","),
+        KAFKA_CLIENT: "platformatic",
+        KAFKA_GROUP_PROTOCOL: "consumer",
+        DATABASE_URL: stack.db.url,
+        REPLAYABLE_PROJECTION: recordValues.name,
+        REPLAYABLE_TOPICS: topic,
+        REPLAYABLE_GROUP_ID: group,
+      }),
+      projection: recordValues,
+      log: createLogger("silent"),
+      http: false,
+      onAssignment: (assignment) => assigned.push(Object.values(assignment).flat().length),
+    });
+    onTestFinished(() => two.stop());
+    await two.start();
+    await waitFor("the second member to get partitions", () =>
+      assigned.some((n) => n > 0) ? true : undefined,
+    );
+    await produceRecords(
+      testKafka(),
+      topic,
+      Array.from({ length: 40 }, (_, i) => ({ key: `k${i}`, value: `second-${i}` })),
+    );
+    await waitForCaughtUp(stack.admin, group, topic);
+    await two.stop();
+    await one.stop();
+    const applied = await appliedValues();
+    expect(applied).toHaveLength(120);
+    expect(new Set(applied).size).toBe(120);
+    expect(await one.done).toEqual({ kind: "stopped" });
+  });
+
   it("the library's own read_committed filter delivers aborted records; the adapter's does not", async () => {
     const topic = uniqueName("plt-txn-raw");
     await stack.admin.createTopic(topic, 1);
