@@ -37,8 +37,8 @@ export default tseslint.config(
         {
           patterns: [
             {
-              group: ["kafkajs", "kafkajs/*"],
-              message: "src/engine/ does not import KafkaJS: use the Feed interface of src/feed.ts.",
+              group: ["kafkajs", "kafkajs/*", "@platformatic/kafka", "@platformatic/kafka/*"],
+              message: "src/engine/ does not import a Kafka client: use the Feed interface of src/feed.ts.",
             },
           ],
         },

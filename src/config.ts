@@ -24,6 +24,15 @@ import {
 } from "./secrets/secrets.js";
 import { closest } from "./text/suggest.js";
 
+/** The Kafka clients a member's feed can run on (KAFKA_CLIENT); KafkaJS is the default. */
+export const KAFKA_CLIENTS = ["kafkajs", "platformatic"] as const;
+/** One of {@link KAFKA_CLIENTS}. */
+export type KafkaClient = (typeof KAFKA_CLIENTS)[number];
+/** The consumer group protocols (KAFKA_GROUP_PROTOCOL): classic, or KIP-848's consumer protocol. */
+export const GROUP_PROTOCOLS = ["classic", "consumer"] as const;
+/** One of {@link GROUP_PROTOCOLS}. */
+export type GroupProtocol = (typeof GROUP_PROTOCOLS)[number];
+
 const HOST_PORT = /^[^\s:,]+:\d{1,5}$/;
 const TOPIC = /^[a-zA-Z0-9._-]{1,249}$/;
 const notBlank = { message: "must not be blank" };
@@ -88,6 +97,20 @@ const schema = z.object({
         .min(1),
     ),
   KAFKA_CLIENT_ID: z.string().trim().min(1, notBlank).default("replayable"),
+  // The Kafka client of the member's feed (issue 30): KafkaJS, or @platformatic/kafka (Node.js >= 22.22 / 24.6).
+  KAFKA_CLIENT: z
+    .string()
+    .trim()
+    .toLowerCase()
+    .pipe(z.enum(KAFKA_CLIENTS, { message: `must be one of ${KAFKA_CLIENTS.join(", ")}` }))
+    .default("kafkajs"),
+  // The group protocol of the platformatic feed: classic (JoinGroup/SyncGroup) or consumer (KIP-848).
+  KAFKA_GROUP_PROTOCOL: z
+    .string()
+    .trim()
+    .toLowerCase()
+    .pipe(z.enum(GROUP_PROTOCOLS, { message: `must be one of ${GROUP_PROTOCOLS.join(", ")}` }))
+    .default("classic"),
   // Named after Kafka's client settings (security.protocol, sasl.mechanism, ssl.ca.location...).
   KAFKA_SECURITY_PROTOCOL: z
     .string()
@@ -268,6 +291,17 @@ export interface Config {
   readonly kafka: {
     readonly brokers: readonly string[];
     readonly clientId: string;
+    /**
+     * The client library of the member's feed (KAFKA_CLIENT): `kafkajs` (the default) or
+     * `platformatic` (@platformatic/kafka, src/kafka/platformatic/; admin calls and the CLI stay on
+     * KafkaJS).
+     */
+    readonly client: KafkaClient;
+    /**
+     * The consumer group protocol (KAFKA_GROUP_PROTOCOL): `classic`, or `consumer` (KIP-848, the
+     * broker assigns partitions; only with KAFKA_CLIENT=platformatic).
+     */
+    readonly groupProtocol: GroupProtocol;
     /** TLS and SASL of every Kafka client (KAFKA_SECURITY_PROTOCOL and the KAFKA_SASL_*, KAFKA_SSL_* settings). */
     readonly security: KafkaSecurity;
   };
@@ -474,6 +508,8 @@ function freezeConfig(c: z.output<typeof schema>, security: KafkaSecurity): Conf
     kafka: Object.freeze({
       brokers: Object.freeze(c.KAFKA_BROKERS),
       clientId: c.KAFKA_CLIENT_ID,
+      client: c.KAFKA_CLIENT,
+      groupProtocol: c.KAFKA_GROUP_PROTOCOL,
       security,
     }),
     databaseUrl: c.DATABASE_URL,
@@ -571,6 +607,16 @@ function securityChecks(c: Partial<Parsed>): SettingProblem[] {
   const protocol = c.KAFKA_SECURITY_PROTOCOL;
   if (protocol === undefined) return [];
   const problems: SettingProblem[] = [];
+  if (c.KAFKA_GROUP_PROTOCOL === "consumer" && c.KAFKA_CLIENT !== "platformatic")
+    problems.push({
+      variable: "KAFKA_GROUP_PROTOCOL",
+      message: "consumer (KIP-848) needs KAFKA_CLIENT=platformatic: KafkaJS speaks the classic protocol only",
+    });
+  if (c.KAFKA_CLIENT === "platformatic" && protocol !== "PLAINTEXT")
+    problems.push({
+      variable: "KAFKA_CLIENT",
+      message: `does not support KAFKA_SECURITY_PROTOCOL=${protocol} yet (issue 30, phase 1: PLAINTEXT only); use KAFKA_CLIENT=kafkajs`,
+    });
   const sasl = protocol.startsWith("SASL_");
   const tls = protocol.endsWith("SSL");
   const saslSettings = ["KAFKA_SASL_MECHANISM", "KAFKA_SASL_USERNAME", "KAFKA_SASL_PASSWORD"] as const;

@@ -10,6 +10,8 @@ import type { OauthBearerProvider } from "../kafka/securityConfig.js";
 export const SETTING_VARIABLES = {
   kafkaBrokers: "KAFKA_BROKERS",
   kafkaClientId: "KAFKA_CLIENT_ID",
+  kafkaClient: "KAFKA_CLIENT",
+  kafkaGroupProtocol: "KAFKA_GROUP_PROTOCOL",
   kafkaSecurityProtocol: "KAFKA_SECURITY_PROTOCOL",
   kafkaSaslMechanism: "KAFKA_SASL_MECHANISM",
   kafkaSaslUsername: "KAFKA_SASL_USERNAME",

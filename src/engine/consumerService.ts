@@ -20,6 +20,7 @@ import type { FailureContext } from "../kafka/securityFailure.js";
 import type { OauthBearerProvider } from "../kafka/securityConfig.js";
 import { DeadLetterPublisher } from "../kafka/deadLetterPublisher.js";
 import { KafkaFeed, type FetchLimits } from "../kafka/kafkaFeed.js";
+import { PlatformaticFeed } from "../kafka/platformatic/platformaticFeed.js";
 import { withBindings } from "../logger.js";
 import { createMetrics, initialiseMetrics, type Metrics } from "../metrics/metrics.js";
 import { startHttpServer, type HttpServer, type Readiness } from "../metrics/server.js";
@@ -133,7 +134,7 @@ export class ConsumerService {
   private readonly member: Member;
   private readonly events: MemberEvents;
   private readonly budget: MemoryBudget;
-  private feed: KafkaFeed | undefined;
+  private feed: KafkaFeed | PlatformaticFeed | undefined;
   /** Connects a new admin client (the Kafka client itself stays in src/kafka/). */
   private readonly connectAdmin: () => Promise<KafkaAdmin>;
   private admin: Promise<KafkaAdmin> | undefined;
@@ -247,11 +248,14 @@ export class ConsumerService {
     });
   }
 
-  /** The member over a KafkaJS feed: the Kafka client stays in src/kafka/. */
+  /**
+   * The member over the feed of KAFKA_CLIENT (KafkaJS by default, or @platformatic/kafka, which
+   * loads the library only when the member starts): the Kafka client stays in src/kafka/.
+   */
   private createMember(kafka: ReturnType<typeof createKafka>): Member {
     const { config } = this.options;
     const plan = this.budget.plan;
-    const feed = new KafkaFeed({
+    const common = {
       kafka,
       groupId: config.groupId,
       topics: this.topics,
@@ -261,10 +265,18 @@ export class ConsumerService {
           : `projection ${this.options.projection.name}'s default topics; name others with --topic`,
       sessionTimeoutMs: config.sessionTimeoutMs,
       heartbeatIntervalMs: config.heartbeatIntervalMs,
-      partitionsConsumedConcurrently: config.partitionsConsumedConcurrently,
       fetchLimits: fetchLimitsOf(plan),
       log: this.log,
-    });
+    };
+    const feed =
+      config.kafka.client === "platformatic"
+        ? new PlatformaticFeed({
+            ...common,
+            brokers: config.kafka.brokers,
+            clientId: config.kafka.clientId,
+            groupProtocol: config.kafka.groupProtocol,
+          })
+        : new KafkaFeed({ ...common, partitionsConsumedConcurrently: config.partitionsConsumedConcurrently });
     this.feed = feed;
     return new Member({
       feed,

@@ -17,7 +17,13 @@ import { failpoint } from "../support/failpoints.js";
 import { partitionKey, topicPartitionOf, type PartitionKey, type TopicPartition } from "../topicPartition.js";
 
 /** Coordinator answers that mean the group rebalanced: the commit is skipped, not failed. */
-const REBALANCE_ERRORS = new Set(["REBALANCE_IN_PROGRESS", "ILLEGAL_GENERATION", "UNKNOWN_MEMBER_ID"]);
+const REBALANCE_ERRORS = new Set([
+  "REBALANCE_IN_PROGRESS",
+  "ILLEGAL_GENERATION",
+  "UNKNOWN_MEMBER_ID",
+  // The consumer rebalance protocol's (KIP-848; the platformatic feed's KAFKA_GROUP_PROTOCOL=consumer).
+  "FENCED_MEMBER_EPOCH",
+]);
 
 /** KafkaJS's ids of one group join: what an OffsetCommit request of that generation carries. */
 export interface GroupGeneration {

@@ -7,7 +7,7 @@ import type { Metrics } from "../../src/metrics/metrics.js";
 import type { Projection } from "../../src/projection.js";
 import type { KafkaAdmin } from "../../src/kafka/admin.js";
 import { sumMetric } from "./process.js";
-import { BROKERS, waitForCaughtUp } from "./stack.js";
+import { BROKERS, waitForCaughtUp, TEST_CLIENT_ENV } from "./stack.js";
 
 /**
  * Runs one in-process member of `group` on `topic` into `databaseUrl` until the group has committed
@@ -25,6 +25,7 @@ export async function runUntilCaughtUp(
 ): Promise<Metrics> {
   const config = loadConfig({
     KAFKA_BROKERS: BROKERS.join(","),
+    ...TEST_CLIENT_ENV,
     DATABASE_URL: options.databaseUrl,
     REPLAYABLE_TOPICS: options.topic,
     REPLAYABLE_GROUP_ID: options.group,

@@ -14,6 +14,19 @@ import { createLogger } from "../../src/logger.js";
 
 /** Brokers of the local stack. */
 export const BROKERS = (process.env.KAFKA_BROKERS ?? "127.0.0.1:9092").split(",");
+/**
+ * The Kafka client of the members the tests run (KAFKA_CLIENT, and KAFKA_GROUP_PROTOCOL; src/config.ts),
+ * from the test run's environment: `KAFKA_CLIENT=platformatic npx vitest run …` runs the chosen
+ * files' members on @platformatic/kafka. Members started as processes inherit the variable; members run in the test
+ * process get it through this (spread into the variables given to `loadConfig`).
+ */
+export const TEST_CLIENT_ENV: Readonly<Record<string, string>> = Object.fromEntries(
+  (["KAFKA_CLIENT", "KAFKA_GROUP_PROTOCOL"] as const).flatMap((name) => {
+    const value = process.env[name];
+    return value === undefined ? [] : [[name, value]];
+  }),
+);
+
 /** A URL of the server with a database we may CREATE DATABASE from. */
 export const ADMIN_DATABASE_URL = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
 

@@ -25,6 +25,21 @@ describe("loadConfig refuses each bad setting, naming the variable and what is v
       "KAFKA_BROKERS=127.0.0.1:99999: each broker's port must be from 1 to 65535",
     ],
     [{ KAFKA_CLIENT_ID: "   " }, "KAFKA_CLIENT_ID=   : must not be blank"],
+    [{ KAFKA_CLIENT: "rdkafka" }, "KAFKA_CLIENT=rdkafka: must be one of kafkajs, platformatic"],
+    [
+      { KAFKA_GROUP_PROTOCOL: "consumer" },
+      "KAFKA_GROUP_PROTOCOL=consumer: consumer (KIP-848) needs KAFKA_CLIENT=platformatic",
+    ],
+    [
+      {
+        KAFKA_CLIENT: "platformatic",
+        KAFKA_SECURITY_PROTOCOL: "SASL_SSL",
+        KAFKA_SASL_MECHANISM: "PLAIN",
+        KAFKA_SASL_USERNAME: "u",
+        KAFKA_SASL_PASSWORD: "p",
+      },
+      "KAFKA_CLIENT=platformatic: does not support KAFKA_SECURITY_PROTOCOL=SASL_SSL yet",
+    ],
     [
       { DATABASE_URL: "mysql://u@h/db" },
       "DATABASE_URL=mysql://u@h/db: must be a postgres:// or postgresql:// URL",
@@ -187,6 +202,13 @@ describe("loadConfig refuses each bad setting, naming the variable and what is v
 });
 
 describe("loadConfig", () => {
+  it("runs the feed on KafkaJS with the classic protocol unless KAFKA_CLIENT and KAFKA_GROUP_PROTOCOL say otherwise", () => {
+    expect(loadConfig({}).kafka).toMatchObject({ client: "kafkajs", groupProtocol: "classic" });
+    expect(
+      loadConfig({ KAFKA_CLIENT: " Platformatic ", KAFKA_GROUP_PROTOCOL: "consumer" }).kafka,
+    ).toMatchObject({ client: "platformatic", groupProtocol: "consumer" });
+  });
+
   it("gives defaults and a frozen object", () => {
     const config = loadConfig({});
     expect(config.kafka.brokers).toEqual(["127.0.0.1:9092"]);

@@ -14,7 +14,14 @@ import { createLogger } from "../../../src/logger.js";
 import type { Projection } from "../../../src/projection.js";
 import { metricOf } from "../../helpers/inProcess.js";
 import { committedOf } from "../../helpers/replay.js";
-import { BROKERS, testKafka, uniqueName, useStack, waitForCaughtUp } from "../../helpers/stack.js";
+import {
+  BROKERS,
+  testKafka,
+  uniqueName,
+  useStack,
+  waitForCaughtUp,
+  TEST_CLIENT_ENV,
+} from "../../helpers/stack.js";
 
 const stack = useStack();
 const PARTITIONS = 3;
@@ -63,6 +70,7 @@ describe("transactions absorb the batches waiting behind them", () => {
     const service = new ConsumerService({
       config: loadConfig({
         KAFKA_BROKERS: BROKERS.join(","),
+        ...TEST_CLIENT_ENV,
         DATABASE_URL: stack.db.url,
         REPLAYABLE_PROJECTION: slowRecording.name,
         REPLAYABLE_TOPICS: topic,

@@ -9,7 +9,15 @@ import { produceRecords } from "../../../src/kafka/producer.js";
 import { createLogger } from "../../../src/logger.js";
 import { ledgerProjection } from "../../../src/projections/ledger/ledgerProjection.js";
 import { metricOf } from "../../helpers/inProcess.js";
-import { BROKERS, testKafka, uniqueName, waitFor, waitForCaughtUp, useStack } from "../../helpers/stack.js";
+import {
+  BROKERS,
+  TEST_CLIENT_ENV,
+  testKafka,
+  uniqueName,
+  waitFor,
+  waitForCaughtUp,
+  useStack,
+} from "../../helpers/stack.js";
 
 const stack = useStack();
 
@@ -24,6 +32,7 @@ it("a DLQ publish that fails (the topic was deleted) is counted, the row stays u
   const service = new ConsumerService({
     config: loadConfig({
       KAFKA_BROKERS: BROKERS.join(","),
+      ...TEST_CLIENT_ENV,
       DATABASE_URL: stack.db.url,
       REPLAYABLE_TOPICS: topic,
       REPLAYABLE_GROUP_ID: group,

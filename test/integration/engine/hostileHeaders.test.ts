@@ -15,7 +15,14 @@ import { readTopic } from "../../../src/kafka/readTopic.js";
 import { createLogger } from "../../../src/logger.js";
 import { ledgerProjection } from "../../../src/projections/ledger/ledgerProjection.js";
 import { selectDeadLetters } from "../../../src/sql/selectDeadLetters.js";
-import { BROKERS, testKafka, uniqueName, waitForCaughtUp, useStack } from "../../helpers/stack.js";
+import {
+  BROKERS,
+  TEST_CLIENT_ENV,
+  testKafka,
+  uniqueName,
+  waitForCaughtUp,
+  useStack,
+} from "../../helpers/stack.js";
 
 const stack = useStack();
 
@@ -58,6 +65,7 @@ it("regression: a null header value and a __proto__ header neither stop the memb
   const service = new ConsumerService({
     config: loadConfig({
       KAFKA_BROKERS: BROKERS.join(","),
+      ...TEST_CLIENT_ENV,
       DATABASE_URL: stack.db.url,
       REPLAYABLE_TOPICS: topic,
       REPLAYABLE_GROUP_ID: group,

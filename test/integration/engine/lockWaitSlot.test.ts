@@ -15,7 +15,15 @@ import { ledgerChecksumOf, produceLedger } from "../../helpers/ledger.js";
 import { combinedChecksum, committedOf } from "../../helpers/replay.js";
 import { generateLedgerStream } from "../../../src/projections/ledger/generate.js";
 import { produceRecords } from "../../../src/kafka/producer.js";
-import { BROKERS, testKafka, uniqueName, useStack, waitFor, waitForCaughtUp } from "../../helpers/stack.js";
+import {
+  BROKERS,
+  TEST_CLIENT_ENV,
+  testKafka,
+  uniqueName,
+  useStack,
+  waitFor,
+  waitForCaughtUp,
+} from "../../helpers/stack.js";
 
 const stack = useStack();
 
@@ -45,6 +53,7 @@ it("one transaction slot and partition 0's checkpoint row locked elsewhere: the 
   const service = new ConsumerService({
     config: loadConfig({
       KAFKA_BROKERS: BROKERS.join(","),
+      ...TEST_CLIENT_ENV,
       DATABASE_URL: stack.db.url,
       REPLAYABLE_PROJECTION: "ledger",
       REPLAYABLE_TOPICS: topic,

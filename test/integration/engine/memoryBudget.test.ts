@@ -13,7 +13,15 @@ import { produceRecords } from "../../../src/kafka/producer.js";
 import { createLogger } from "../../../src/logger.js";
 import type { Projection } from "../../../src/projection.js";
 import { metricOf } from "../../helpers/inProcess.js";
-import { BROKERS, testKafka, uniqueName, useStack, waitFor, waitForCaughtUp } from "../../helpers/stack.js";
+import {
+  BROKERS,
+  TEST_CLIENT_ENV,
+  testKafka,
+  uniqueName,
+  useStack,
+  waitFor,
+  waitForCaughtUp,
+} from "../../helpers/stack.js";
 
 const stack = useStack();
 const BUDGET = 8 * 1_048_576;
@@ -43,6 +51,7 @@ async function startMember(
   const service = new ConsumerService({
     config: loadConfig({
       KAFKA_BROKERS: BROKERS.join(","),
+      ...TEST_CLIENT_ENV,
       DATABASE_URL: stack.db.url,
       REPLAYABLE_PROJECTION: recording.name,
       REPLAYABLE_TOPICS: topic,

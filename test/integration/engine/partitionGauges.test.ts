@@ -10,7 +10,14 @@ import { createLogger } from "../../../src/logger.js";
 import { ledgerProjection } from "../../../src/projections/ledger/ledgerProjection.js";
 import { produceLedger } from "../../helpers/ledger.js";
 import { scrapeMetric, startCli } from "../../helpers/process.js";
-import { BROKERS, uniqueName, waitFor, waitForCaughtUp, useStack } from "../../helpers/stack.js";
+import {
+  BROKERS,
+  TEST_CLIENT_ENV,
+  uniqueName,
+  waitFor,
+  waitForCaughtUp,
+  useStack,
+} from "../../helpers/stack.js";
 
 const stack = useStack();
 
@@ -52,7 +59,7 @@ describe("partition gauges", () => {
     const group = uniqueName("g");
     await produceLedger(stack.admin, topic, { count: 20, partitions: 2, seed: 62 });
     const config = loadConfig(
-      {},
+      { ...TEST_CLIENT_ENV },
       {
         KAFKA_BROKERS: BROKERS.join(","),
         DATABASE_URL: stack.db.url,

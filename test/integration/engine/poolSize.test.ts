@@ -10,7 +10,7 @@ import { createLogger } from "../../../src/logger.js";
 import { ledgerProjection } from "../../../src/projections/ledger/ledgerProjection.js";
 import { metricOf } from "../../helpers/inProcess.js";
 import { produceLedger } from "../../helpers/ledger.js";
-import { BROKERS, uniqueName, useStack, waitForCaughtUp } from "../../helpers/stack.js";
+import { BROKERS, TEST_CLIENT_ENV, uniqueName, useStack, waitForCaughtUp } from "../../helpers/stack.js";
 
 const stack = useStack();
 
@@ -21,6 +21,7 @@ it("REPLAYABLE_DB_POOL_SIZE=1: the member applies every record", async () => {
   const service = new ConsumerService({
     config: loadConfig({
       KAFKA_BROKERS: BROKERS.join(","),
+      ...TEST_CLIENT_ENV,
       DATABASE_URL: stack.db.url,
       REPLAYABLE_TOPICS: topic,
       REPLAYABLE_GROUP_ID: group,

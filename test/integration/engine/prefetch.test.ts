@@ -12,7 +12,15 @@ import { createLogger } from "../../../src/logger.js";
 import type { Projection } from "../../../src/projection.js";
 import { metricOf } from "../../helpers/inProcess.js";
 import { committedOf } from "../../helpers/replay.js";
-import { BROKERS, testKafka, uniqueName, useStack, waitFor, waitForCaughtUp } from "../../helpers/stack.js";
+import {
+  BROKERS,
+  TEST_CLIENT_ENV,
+  testKafka,
+  uniqueName,
+  useStack,
+  waitFor,
+  waitForCaughtUp,
+} from "../../helpers/stack.js";
 
 const stack = useStack();
 const RECORDS = 300;
@@ -52,6 +60,7 @@ async function startMember(
   const service = new ConsumerService({
     config: loadConfig({
       KAFKA_BROKERS: BROKERS.join(","),
+      ...TEST_CLIENT_ENV,
       DATABASE_URL: stack.db.url,
       REPLAYABLE_PROJECTION: projection.name,
       REPLAYABLE_TOPICS: topic,

@@ -14,7 +14,15 @@ import { ConsumerService } from "../../../src/engine/consumerService.js";
 import { produceRecords } from "../../../src/kafka/producer.js";
 import type { Projection } from "../../../src/projection.js";
 import { metricOf } from "../../helpers/inProcess.js";
-import { BROKERS, testKafka, uniqueName, useStack, waitFor, waitForCaughtUp } from "../../helpers/stack.js";
+import {
+  BROKERS,
+  TEST_CLIENT_ENV,
+  testKafka,
+  uniqueName,
+  useStack,
+  waitFor,
+  waitForCaughtUp,
+} from "../../helpers/stack.js";
 
 const stack = useStack();
 
@@ -63,6 +71,7 @@ it("reports a partition with lag and no progress (warning, gauge, /readyz) and c
   const service = new ConsumerService({
     config: loadConfig({
       KAFKA_BROKERS: BROKERS.join(","),
+      ...TEST_CLIENT_ENV,
       DATABASE_URL: stack.db.url,
       REPLAYABLE_PROJECTION: "per_partition",
       REPLAYABLE_TOPICS: topic,

@@ -8,7 +8,7 @@ import { loadConfig } from "../../../src/config.js";
 import { ConsumerService } from "../../../src/engine/consumerService.js";
 import { createLogger } from "../../../src/logger.js";
 import { ledgerProjection } from "../../../src/projections/ledger/ledgerProjection.js";
-import { BROKERS, uniqueName, useStack } from "../../helpers/stack.js";
+import { BROKERS, TEST_CLIENT_ENV, uniqueName, useStack } from "../../helpers/stack.js";
 
 const stack = useStack();
 
@@ -19,6 +19,7 @@ describe("stop during start", () => {
     await stack.admin.createTopic(topic, 1);
     const config = loadConfig({
       KAFKA_BROKERS: BROKERS.join(","),
+      ...TEST_CLIENT_ENV,
       DATABASE_URL: stack.db.url,
       REPLAYABLE_TOPICS: topic,
       REPLAYABLE_GROUP_ID: group,

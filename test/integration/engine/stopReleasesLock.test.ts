@@ -11,7 +11,7 @@ import { createLogger } from "../../../src/logger.js";
 import { ledgerProjection } from "../../../src/projections/ledger/ledgerProjection.js";
 import { projectionLock, tryAdvisoryLock } from "../../../src/sql/advisoryLocks.js";
 import { produceLedger } from "../../helpers/ledger.js";
-import { BROKERS, uniqueName, useStack, waitForCaughtUp } from "../../helpers/stack.js";
+import { BROKERS, TEST_CLIENT_ENV, uniqueName, useStack, waitForCaughtUp } from "../../helpers/stack.js";
 
 const stack = useStack();
 
@@ -23,6 +23,7 @@ it("the projection's exclusive advisory lock can be taken as soon as stop() reso
     const service = new ConsumerService({
       config: loadConfig({
         KAFKA_BROKERS: BROKERS.join(","),
+        ...TEST_CLIENT_ENV,
         DATABASE_URL: stack.db.url,
         REPLAYABLE_PROJECTION: "ledger",
         REPLAYABLE_TOPICS: topic,

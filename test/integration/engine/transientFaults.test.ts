@@ -9,7 +9,15 @@ import { produceRecords } from "../../../src/kafka/producer.js";
 import { createLogger } from "../../../src/logger.js";
 import type { Projection } from "../../../src/projection.js";
 import { metricOf } from "../../helpers/inProcess.js";
-import { BROKERS, testKafka, uniqueName, waitFor, waitForCaughtUp, useStack } from "../../helpers/stack.js";
+import {
+  BROKERS,
+  TEST_CLIENT_ENV,
+  testKafka,
+  uniqueName,
+  waitFor,
+  waitForCaughtUp,
+  useStack,
+} from "../../helpers/stack.js";
 
 const stack = useStack();
 
@@ -45,6 +53,7 @@ it("a missing table (42P01) pauses its partition without dead letters; the other
   const service = new ConsumerService({
     config: loadConfig({
       KAFKA_BROKERS: BROKERS.join(","),
+      ...TEST_CLIENT_ENV,
       DATABASE_URL: stack.db.url,
       REPLAYABLE_PROJECTION: "per_partition",
       REPLAYABLE_TOPICS: topic,

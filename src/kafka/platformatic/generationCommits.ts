@@ -1,0 +1,106 @@
+/**
+ * OffsetCommit requests with the ids of one group join, over @platformatic/kafka. The library's
+ * own `Consumer#commit` fills in the consumer's current generation id and member id and, on
+ * ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID or REBALANCE_IN_PROGRESS, rejoins the group and sends the
+ * same offsets again in the new generation
+ * (node_modules/@platformatic/kafka/dist/clients/consumer/consumer.js, `#commit`): a commit of a
+ * batch fetched in generation N could so land in N+1 after the partition moved, which breaks the
+ * commit fence (docs/design.md "A feed adapter's guarantees", 4). This sends one request with
+ * exactly the ids given, to the group coordinator, and never rejoins; src/kafka/offsetCommits.ts
+ * orders and retries them as it does for KafkaJS.
+ */
+import type { Consumer } from "@platformatic/kafka";
+import type { PlatformaticKafka } from "./loadClient.js";
+
+/** Coordinator answers that mean the generation is over: src/kafka/offsetCommits.ts skips the commit. */
+const REBALANCE_ERRORS = [
+  "REBALANCE_IN_PROGRESS",
+  "ILLEGAL_GENERATION",
+  "UNKNOWN_MEMBER_ID",
+  // KIP-848: the member epoch is over (the member was fenced).
+  "FENCED_MEMBER_EPOCH",
+] as const;
+
+/** What src/kafka/offsetCommits.ts calls: the shape of KafkaJS patch 006's `commitOffsetsOfGeneration`. */
+export interface GenerationCommitter {
+  commitOffsetsOfGeneration(request: {
+    generationId: number;
+    memberId: string;
+    topics: { topic: string; partitions: { partition: number; offset: string }[] }[];
+  }): Promise<void>;
+}
+
+/**
+ * A failed commit as src/kafka/offsetCommits.ts reads it: `type` the protocol error when the
+ * generation is over, `retriable` false when no retry can help (an ACL, a refused argument).
+ */
+export class CommitError extends Error {
+  constructor(
+    message: string,
+    readonly type: string | undefined,
+    readonly retriable: boolean,
+    cause: unknown,
+  ) {
+    super(message, { cause });
+    this.name = "CommitError";
+  }
+}
+
+/** Calls a callback-style function of the library as a promise. */
+function call<T>(fn: (callback: (error: Error | null | undefined, result?: T) => void) => void): Promise<T> {
+  return new Promise((resolve, reject) => {
+    fn((error, result) => (error ? reject(error) : resolve(result as T)));
+  });
+}
+
+/**
+ * Sends offset commits for `consumer`'s group with the generation id and member id given, over
+ * the consumer's connection to the group coordinator (found by the library; its cache is dropped
+ * when the library's own group requests meet NOT_COORDINATOR). The OffsetCommit version is the
+ * highest both the broker and the library speak.
+ * @throws CommitError on any failure (see {@link CommitError}).
+ */
+export function generationCommitter(lib: PlatformaticKafka, consumer: Consumer): GenerationCommitter {
+  return {
+    async commitOffsetsOfGeneration({ generationId, memberId, topics }) {
+      try {
+        const coordinatorId = await consumer.findGroupCoordinator();
+        const metadata = await consumer.metadata({ topics: topics.map((t) => t.topic) });
+        const broker = metadata.brokers.get(coordinatorId);
+        if (broker === undefined)
+          throw new Error(`the group coordinator ${coordinatorId} is not in the metadata`);
+        const connection = await call<Parameters<Parameters<Consumer[typeof lib.kGetConnection]>[1]>[1]>(
+          (cb) => consumer[lib.kGetConnection](broker, cb),
+        );
+        type CommitApi = ((...args: unknown[]) => void) & { async: (...args: unknown[]) => Promise<unknown> };
+        const api = await call<CommitApi>((cb) =>
+          consumer[lib.kGetApi]("OffsetCommit", cb as Parameters<Consumer[typeof lib.kGetApi]>[1]),
+        );
+        await api.async(
+          connection,
+          consumer.groupId,
+          generationId,
+          memberId,
+          null,
+          topics.map(({ topic, partitions }) => ({
+            name: topic,
+            partitions: partitions.map(({ partition, offset }) => ({
+              partitionIndex: partition,
+              committedOffset: BigInt(offset),
+              committedLeaderEpoch: -1,
+              committedMetadata: null,
+            })),
+          })),
+        );
+      } catch (error) {
+        const type = REBALANCE_ERRORS.find((code) => lib.findErrorBy(error as Error, "apiId", code) !== null);
+        // KIP-848's STALE_MEMBER_EPOCH: the epoch moved on (the library marks it not retriable);
+        // a retry carries the new epoch when the assignment stayed (src/kafka/offsetCommits.ts).
+        const stale = lib.findErrorBy(error as Error, "apiId", "STALE_MEMBER_EPOCH") !== null;
+        const retriable =
+          type !== undefined || stale || lib.findErrorBy(error as Error, "canRetry", false) === null;
+        throw new CommitError(`offset commit failed: ${(error as Error).message}`, type, retriable, error);
+      }
+    },
+  };
+}

@@ -1,0 +1,43 @@
+/**
+ * Loads @platformatic/kafka, only when KAFKA_CLIENT=platformatic chose it: the library needs a
+ * newer Node.js than replayable does (its package.json: `"node": ">= 22.22.0 || >= 24.6.0"`; it
+ * uses APIs such as `Promise.withResolvers`), so it is never imported on the KafkaJS path.
+ */
+import { ReplayableError } from "../../errors.js";
+
+/** The module's exports, as its types declare them. */
+export type PlatformaticKafka = typeof import("@platformatic/kafka");
+
+/** The Node.js versions the pinned @platformatic/kafka (2.12.1) supports: 22.22+ on 22, 24.6+ on 24, later majors. */
+export const PLATFORMATIC_NODE_REQUIREMENT =
+  ">= 22.22.0 on Node.js 22, >= 24.6.0 on Node.js 24, or a later major";
+
+/** True when Node.js `version` (e.g. `v24.6.0`) can run @platformatic/kafka 2.12.1. */
+export function supportsPlatformatic(version: string): boolean {
+  const [major = 0, minor = 0] = version.replace(/^v/, "").split(".").map(Number);
+  if (major === 22) return minor >= 22;
+  if (major === 24) return minor >= 6;
+  return major === 23 || major >= 25;
+}
+
+/**
+ * Imports @platformatic/kafka.
+ * @throws ReplayableError CONFIG_INVALID naming KAFKA_CLIENT and the Node.js version needed when
+ *   this Node.js is older; KAFKA when the module cannot be loaded.
+ */
+export async function loadPlatformaticKafka(version: string = process.version): Promise<PlatformaticKafka> {
+  if (!supportsPlatformatic(version)) {
+    throw new ReplayableError(
+      "CONFIG_INVALID",
+      `invalid configuration:\n  KAFKA_CLIENT=platformatic: @platformatic/kafka needs Node.js ${PLATFORMATIC_NODE_REQUIREMENT}; this is Node.js ${version}. Upgrade Node.js or use KAFKA_CLIENT=kafkajs (the default)`,
+      { context: { variables: ["KAFKA_CLIENT"], nodeVersion: version } },
+    );
+  }
+  try {
+    return await import("@platformatic/kafka");
+  } catch (error) {
+    throw new ReplayableError("KAFKA", "KAFKA_CLIENT=platformatic: @platformatic/kafka could not be loaded", {
+      cause: error,
+    });
+  }
+}

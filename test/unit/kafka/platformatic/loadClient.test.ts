@@ -1,0 +1,32 @@
+/** KAFKA_CLIENT=platformatic on a Node.js the library does not support fails at start with the version needed. */
+import { describe, expect, it } from "vitest";
+import {
+  loadPlatformaticKafka,
+  supportsPlatformatic,
+} from "../../../../src/kafka/platformatic/loadClient.js";
+
+describe("loading @platformatic/kafka", () => {
+  it("supports Node.js 22.22+, 24.6+ and later majors only", () => {
+    expect(["v22.15.0", "v22.21.9", "v24.5.0", "v20.20.2"].map(supportsPlatformatic)).toEqual([
+      false,
+      false,
+      false,
+      false,
+    ]);
+    expect(["v22.22.0", "v24.6.0", "v24.22.3", "v26.0.0"].map(supportsPlatformatic)).toEqual([
+      true,
+      true,
+      true,
+      true,
+    ]);
+  });
+
+  it("refuses an older Node.js with CONFIG_INVALID naming KAFKA_CLIENT and the versions needed", async () => {
+    await expect(loadPlatformaticKafka("v22.15.0")).rejects.toMatchObject({
+      code: "CONFIG_INVALID",
+      message: expect.stringMatching(
+        /KAFKA_CLIENT=platformatic.*Node\.js >= 22\.22\.0.*24\.6\.0.*v22\.15\.0/s,
+      ) as unknown,
+    });
+  });
+});
