@@ -10,7 +10,8 @@ import { explainNotMigrated } from "../db/notMigrated.js";
 import { createPool } from "../db/pool.js";
 import { ReplayableError, classifyPgError, errorMessage } from "../errors.js";
 import { checkKafkaAccess } from "../kafka/accessCheck.js";
-import { KafkaAdmin, type ClusterAdmin } from "../kafka/admin.js";
+import type { ClusterAdmin } from "../kafka/admin.js";
+import { connectClusterAdmin } from "../kafka/clients.js";
 import { createKafka } from "../kafka/client.js";
 import { kafkaSecurityFailure, type FailureContext, type TopicOperation } from "../kafka/securityFailure.js";
 import { createLogger, stderrDestination, type Logger } from "../logger.js";
@@ -337,7 +338,11 @@ export async function cliAdmin(config: Config, log: Logger, needs: KafkaNeeds = 
     clientId: `${config.kafka.clientId}-cli`,
     log,
   });
-  return KafkaAdmin.connect(cliKafka(config, log));
+  return connectClusterAdmin({
+    kafka: config.kafka,
+    clientId: `${config.kafka.clientId}-cli`,
+    kafkajs: cliKafka(config, log),
+  });
 }
 
 /** A KafkaJS client for one-off commands, with the configured TLS and SASL. */

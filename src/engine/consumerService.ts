@@ -13,12 +13,13 @@ import type { Config } from "../config.js";
 import { createPool } from "../db/pool.js";
 import { ReplayableError, errorMessage } from "../errors.js";
 import type { CommitResult } from "../feed.js";
-import { KafkaAdmin } from "../kafka/admin.js";
+import type { ClusterAdmin } from "../kafka/admin.js";
 import { checkKafkaAccess } from "../kafka/accessCheck.js";
 import { createKafka } from "../kafka/client.js";
 import type { FailureContext } from "../kafka/securityFailure.js";
 import type { OauthBearerProvider } from "../kafka/securityConfig.js";
-import { DeadLetterPublisher } from "../kafka/deadLetterPublisher.js";
+import { connectClusterAdmin, deadLetterSink } from "../kafka/clients.js";
+import type { DeadLetterSink } from "../kafka/deadLetterPublisher.js";
 import { KafkaFeed, type FetchLimits } from "../kafka/kafkaFeed.js";
 import { PlatformaticFeed } from "../kafka/platformatic/platformaticFeed.js";
 import { withBindings } from "../logger.js";
@@ -136,8 +137,8 @@ export class ConsumerService {
   private readonly budget: MemoryBudget;
   private feed: KafkaFeed | PlatformaticFeed | undefined;
   /** Connects a new admin client (the Kafka client itself stays in src/kafka/). */
-  private readonly connectAdmin: () => Promise<KafkaAdmin>;
-  private admin: Promise<KafkaAdmin> | undefined;
+  private readonly connectAdmin: () => Promise<ClusterAdmin>;
+  private admin: Promise<ClusterAdmin> | undefined;
   private readonly lagMonitor: LagMonitor;
   private readonly eventIdGauge: EventIdGauge;
   private readonly progress: ProgressReporter;
@@ -149,7 +150,7 @@ export class ConsumerService {
   private started: Promise<void> | undefined;
   private stopping: Promise<void> | undefined;
   private fatal: Error | undefined;
-  private readonly dlq: DeadLetterPublisher | undefined;
+  private readonly dlq: DeadLetterSink | undefined;
   private readonly dlqForwarder: DeadLetterForwarder | undefined;
   /** The transaction runner; start() replaces it with the traced one when tracing is on. */
   private runTransaction: TransactionRunner;
@@ -181,8 +182,15 @@ export class ConsumerService {
       security: config.kafka.security,
       oauthBearerProvider: options.oauthBearerProvider,
     });
-    this.connectAdmin = () => KafkaAdmin.connect(kafka);
-    if (config.dlqTopic !== undefined) this.dlq = new DeadLetterPublisher(kafka, config.dlqTopic);
+    // The admin calls and the DLQ publisher on the client KAFKA_CLIENT chose, as the feed (createMember).
+    const choice = {
+      kafka: config.kafka,
+      clientId: config.kafka.clientId,
+      kafkajs: kafka,
+      oauthBearerProvider: options.oauthBearerProvider,
+    };
+    this.connectAdmin = () => connectClusterAdmin(choice);
+    if (config.dlqTopic !== undefined) this.dlq = deadLetterSink(choice, config.dlqTopic);
     this.lagMonitor = this.createLagMonitor();
     this.eventIdGauge = new EventIdGauge({
       metrics: this.metrics,
@@ -524,7 +532,7 @@ export class ConsumerService {
    * The service's one admin client (the join check and the lag refresh share it), connected on
    * first use; a failed connect is forgotten, so the next call connects again. Closed by stop().
    */
-  private adminClient(): Promise<KafkaAdmin> {
+  private adminClient(): Promise<ClusterAdmin> {
     if (this.admin === undefined) {
       const connecting = this.connectAdmin();
       this.admin = connecting;

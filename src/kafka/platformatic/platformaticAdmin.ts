@@ -13,10 +13,8 @@ import {
   type GroupMember,
   type PartitionOffsets,
 } from "../admin.js";
+import type { PlatformaticKafka } from "./loadClient.js";
 import type { PlatformaticSecurity } from "./platformaticSecurity.js";
-
-/** The module's exports (imported by the caller only when KAFKA_CLIENT chose this client). */
-type PlatformaticKafka = typeof import("@platformatic/kafka");
 
 /** ListOffsets timestamps (KIP-79): the log start offset and the high watermark. */
 const EARLIEST = -2n;

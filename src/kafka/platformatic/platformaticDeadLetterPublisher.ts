@@ -8,10 +8,8 @@
 import type { Producer } from "@platformatic/kafka";
 import { dlqHeaders, type DeadLetterSink, type DeadLetterToPublish } from "../deadLetterPublisher.js";
 import { missingTopicsError } from "../missingTopicsError.js";
+import { loadPlatformaticKafka, type PlatformaticKafka } from "./loadClient.js";
 import type { PlatformaticSecurity } from "./platformaticSecurity.js";
-
-/** The module's exports (imported by the caller only when KAFKA_CLIENT chose this client). */
-type PlatformaticKafka = typeof import("@platformatic/kafka");
 
 /** Connection settings of the producer. */
 export interface PlatformaticProducerOptions {
@@ -21,42 +19,46 @@ export interface PlatformaticProducerOptions {
   readonly security?: PlatformaticSecurity;
 }
 
-/** A producer for one DLQ topic over @platformatic/kafka; `start()` and `stop()` are idempotent. */
+/**
+ * A producer for one DLQ topic over @platformatic/kafka; `start()` and `stop()` are idempotent.
+ * The library is loaded and the producer made at `start()`.
+ */
 export class PlatformaticDeadLetterPublisher implements DeadLetterSink {
-  private readonly producer: Producer<Buffer, Buffer, Buffer, Buffer>;
+  private client:
+    { kafka: PlatformaticKafka; producer: Producer<Buffer, Buffer, Buffer, Buffer> } | undefined;
   private started: Promise<void> | undefined;
   private stopped: Promise<void> | undefined;
   /** The next partition of a record without a key. */
   private roundRobin = 0;
 
+  /** @param load loads the library (default {@link loadPlatformaticKafka}: only when the member starts). */
   constructor(
-    private readonly kafka: PlatformaticKafka,
-    options: PlatformaticProducerOptions,
+    private readonly options: PlatformaticProducerOptions,
     readonly topic: string,
-  ) {
-    this.producer = new kafka.Producer({
-      clientId: options.clientId,
-      bootstrapBrokers: [...options.brokers],
-      ...options.security,
-      // A few quick tries: a broker outage must not hold the partition back for long.
-      retries: 3,
-      retryDelay: 300,
-      autocreateTopics: false,
-    });
-  }
+    private readonly load: () => Promise<PlatformaticKafka> = loadPlatformaticKafka,
+  ) {}
 
   /**
-   * Checks the topic exists (and so that a broker answers).
-   * @throws ReplayableError CONFIG_INVALID when the topic does not exist.
+   * Loads the library, makes the producer and checks the topic exists (and so that a broker answers).
+   * @throws ReplayableError CONFIG_INVALID when the topic does not exist, or this Node.js cannot
+   *   run the library (loadPlatformaticKafka).
    */
   start(): Promise<void> {
     this.started ??= (async () => {
-      const metadata = await this.producer.metadata({ topics: [] });
-      if (!metadata.topics.has(this.topic)) {
-        const all = await this.producer.metadata({ topics: [this.topic] }).catch(() => undefined);
-        if (all?.topics.has(this.topic) !== true)
-          throw missingTopicsError([this.topic], "REPLAYABLE_DLQ_TOPIC");
-      }
+      const kafka = await this.load();
+      const producer = new kafka.Producer({
+        clientId: this.options.clientId,
+        bootstrapBrokers: [...this.options.brokers],
+        ...this.options.security,
+        // A few quick tries: a broker outage must not hold the partition back for long.
+        retries: 3,
+        retryDelay: 300,
+        autocreateTopics: false,
+      });
+      this.client = { kafka, producer };
+      const metadata = await producer.metadata({ topics: [this.topic] }).catch(() => undefined);
+      if (metadata?.topics.has(this.topic) !== true)
+        throw missingTopicsError([this.topic], "REPLAYABLE_DLQ_TOPIC");
     })();
     return this.started;
   }
@@ -67,35 +69,40 @@ export class PlatformaticDeadLetterPublisher implements DeadLetterSink {
    */
   async publish(letters: readonly DeadLetterToPublish[]): Promise<void> {
     if (letters.length === 0) return;
-    const partitions = await this.partitionCount();
-    await this.producer.send({
-      acks: this.kafka.ProduceAcks.ALL,
-      compression: this.kafka.CompressionAlgorithms.NONE,
+    const client = this.client;
+    if (client === undefined) throw new Error("PlatformaticDeadLetterPublisher: publish before start");
+    const partitions = await this.partitionCount(client.producer);
+    await client.producer.send({
+      acks: client.kafka.ProduceAcks.ALL,
+      compression: client.kafka.CompressionAlgorithms.NONE,
       messages: letters.map((letter) => ({
         topic: this.topic,
         key: letter.record.key ?? undefined,
         value: letter.record.value ?? (null as unknown as Buffer),
         headers: headerMap(letter),
-        partition: this.partitionOf(letter.record.key, partitions),
+        partition: this.partitionOf(client.kafka, letter.record.key, partitions),
       })),
     });
   }
 
   /** Disconnects. */
   stop(): Promise<void> {
-    this.stopped ??= this.producer.close();
+    this.stopped ??= (async () => {
+      await this.started?.catch(() => undefined);
+      await this.client?.producer.close();
+    })();
     return this.stopped;
   }
 
-  private async partitionCount(): Promise<number> {
-    const metadata = await this.producer.metadata({ topics: [this.topic] });
+  private async partitionCount(producer: Producer<Buffer, Buffer, Buffer, Buffer>): Promise<number> {
+    const metadata = await producer.metadata({ topics: [this.topic] });
     return metadata.topics.get(this.topic)?.partitionsCount ?? 1;
   }
 
   /** Java's default partitioner for a keyed record (`toPositive(murmur2(key)) % partitions`), else round-robin. */
-  private partitionOf(key: Buffer | null, partitions: number): number {
+  private partitionOf(kafka: PlatformaticKafka, key: Buffer | null, partitions: number): number {
     if (key === null) return this.roundRobin++ % partitions;
-    return (this.kafka.murmur2(key) & 0x7fffffff) % partitions;
+    return (kafka.murmur2(key) & 0x7fffffff) % partitions;
   }
 }
 

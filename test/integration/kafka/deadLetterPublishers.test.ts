@@ -21,11 +21,9 @@ import { BROKERS, testKafka, uniqueName } from "../../helpers/stack.js";
 
 const publishers: Record<string, (topic: string) => Promise<DeadLetterSink>> = {
   kafkajs: (topic) => Promise.resolve(new DeadLetterPublisher(testKafka(), topic)),
-  platformatic: async (topic) =>
-    new PlatformaticDeadLetterPublisher(
-      await import("@platformatic/kafka"),
-      { brokers: BROKERS, clientId: "replayable-test" },
-      topic,
+  platformatic: (topic) =>
+    Promise.resolve(
+      new PlatformaticDeadLetterPublisher({ brokers: BROKERS, clientId: "replayable-test" }, topic),
     ),
 };
 
