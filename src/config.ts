@@ -612,11 +612,6 @@ function securityChecks(c: Partial<Parsed>): SettingProblem[] {
       variable: "KAFKA_GROUP_PROTOCOL",
       message: "consumer (KIP-848) needs KAFKA_CLIENT=platformatic: KafkaJS speaks the classic protocol only",
     });
-  if (c.KAFKA_CLIENT === "platformatic" && protocol !== "PLAINTEXT")
-    problems.push({
-      variable: "KAFKA_CLIENT",
-      message: `does not support KAFKA_SECURITY_PROTOCOL=${protocol} yet (issue 30, phase 1: PLAINTEXT only); use KAFKA_CLIENT=kafkajs`,
-    });
   const sasl = protocol.startsWith("SASL_");
   const tls = protocol.endsWith("SSL");
   const saslSettings = ["KAFKA_SASL_MECHANISM", "KAFKA_SASL_USERNAME", "KAFKA_SASL_PASSWORD"] as const;

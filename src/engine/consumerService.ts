@@ -22,6 +22,7 @@ import { connectClusterAdmin, deadLetterSink } from "../kafka/clients.js";
 import type { DeadLetterSink } from "../kafka/deadLetterPublisher.js";
 import { KafkaFeed, type FetchLimits } from "../kafka/kafkaFeed.js";
 import { PlatformaticFeed } from "../kafka/platformatic/platformaticFeed.js";
+import { platformaticSecurity } from "../kafka/platformatic/platformaticSecurity.js";
 import { withBindings } from "../logger.js";
 import { createMetrics, initialiseMetrics, type Metrics } from "../metrics/metrics.js";
 import { startHttpServer, type HttpServer, type Readiness } from "../metrics/server.js";
@@ -282,6 +283,7 @@ export class ConsumerService {
             ...common,
             brokers: config.kafka.brokers,
             clientId: config.kafka.clientId,
+            security: platformaticSecurity(config.kafka.security, this.options.oauthBearerProvider),
             groupProtocol: config.kafka.groupProtocol,
           })
         : new KafkaFeed({ ...common, partitionsConsumedConcurrently: config.partitionsConsumedConcurrently });

@@ -31,16 +31,6 @@ describe("loadConfig refuses each bad setting, naming the variable and what is v
       "KAFKA_GROUP_PROTOCOL=consumer: consumer (KIP-848) needs KAFKA_CLIENT=platformatic",
     ],
     [
-      {
-        KAFKA_CLIENT: "platformatic",
-        KAFKA_SECURITY_PROTOCOL: "SASL_SSL",
-        KAFKA_SASL_MECHANISM: "PLAIN",
-        KAFKA_SASL_USERNAME: "u",
-        KAFKA_SASL_PASSWORD: "p",
-      },
-      "KAFKA_CLIENT=platformatic: does not support KAFKA_SECURITY_PROTOCOL=SASL_SSL yet",
-    ],
-    [
       { DATABASE_URL: "mysql://u@h/db" },
       "DATABASE_URL=mysql://u@h/db: must be a postgres:// or postgresql:// URL",
     ],

@@ -32,6 +32,7 @@ import { committedBatches } from "./abortedTransactions.js";
 import { ConsumerGroupMember, type TopicAssignment } from "./consumerGroupMember.js";
 import { generationCommitter } from "./generationCommits.js";
 import { loadPlatformaticKafka, type PlatformaticKafka } from "./loadClient.js";
+import type { PlatformaticSecurity } from "./platformaticSecurity.js";
 import { offsetOf, toRecord, type RawRecord } from "./toRecord.js";
 
 /** Options for {@link PlatformaticFeed}. */
@@ -40,6 +41,8 @@ export interface PlatformaticFeedOptions {
   readonly kafka: Kafka;
   readonly brokers: readonly string[];
   readonly clientId: string;
+  /** TLS and SASL of the consumer's connections (KAFKA_SECURITY_PROTOCOL and friends; platformaticSecurity.ts). */
+  readonly security?: PlatformaticSecurity;
   readonly groupId: string;
   readonly topics: readonly string[];
   /** Where `topics` came from, for the error naming one that does not exist. */
@@ -184,6 +187,7 @@ export class PlatformaticFeed implements Feed {
       const consumer = new lib.Consumer({
         clientId: options.clientId,
         bootstrapBrokers: [...options.brokers],
+        ...options.security,
         groupId: options.groupId,
         sessionTimeout: options.sessionTimeoutMs,
         rebalanceTimeout: Math.max(options.sessionTimeoutMs * 2, 60_000),
