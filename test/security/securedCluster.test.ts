@@ -100,7 +100,10 @@ describe.each(transports)("over $name", ({ setup }) => {
       { ...inlineEnv, DATABASE_URL: db.url, LOG_LEVEL: "debug" },
     );
     expect(status.code, status.stderr).toBe(0);
-    expect(status.stderr).toContain('"component":"kafkajs"');
+    // KafkaJS's own debug lines reach the log (and are checked for secrets below); @platformatic/kafka
+    // (KAFKA_CLIENT=platformatic, issue 30) logs through the debug module, not through replayable's log.
+    if ((process.env.KAFKA_CLIENT ?? "kafkajs") === "kafkajs")
+      expect(status.stderr).toContain('"component":"kafkajs"');
     const rows = (JSON.parse(status.stdout) as { partitions: { lag: string }[] }).partitions;
     expect(rows.map((r) => String(r.lag))).toEqual(["0", "0"]);
     outputs.push(status.stdout, status.stderr);
