@@ -63,7 +63,9 @@ const AUTHORIZATION_FAILED: Readonly<Record<string, string>> = {
  */
 export function kafkaSecurityFailure(error: unknown, context: FailureContext): ReplayableError | undefined {
   const chain = causes(error);
-  const sasl = chain.find((e) => nameOf(e) === "KafkaJSSASLAuthenticationError");
+  const sasl = chain.find(
+    (e) => nameOf(e) === "KafkaJSSASLAuthenticationError" || codeOf(e) === "PLT_KFK_AUTHENTICATION",
+  );
   if (sasl !== undefined) return authentication(saslMessage(errorMessage(sasl), context), error);
   const code = chain.map(codeOf).find((c) => c !== undefined);
   const tls = code === undefined ? undefined : tlsMessage(code, context);
@@ -198,14 +200,25 @@ function authorization(
   );
 }
 
+/**
+ * `error` and what caused it: KafkaJS's `cause`/`originalError` chain, and the `errors` of an
+ * AggregateError (@platformatic/kafka's MultipleErrors and ResponseError hold one ProtocolError per
+ * failed part of a response). At most 20 errors, each once.
+ */
 function causes(error: unknown): object[] {
   const chain: object[] = [];
-  for (let e: unknown = error; typeof e === "object" && e !== null && chain.length < 10;) {
-    if (chain.includes(e)) break;
+  const queue: unknown[] = [error];
+  while (queue.length > 0 && chain.length < 20) {
+    const e = queue.shift();
+    if (typeof e !== "object" || e === null || chain.includes(e)) continue;
     chain.push(e);
-    e =
-      (e as { cause?: unknown; originalError?: unknown }).cause ??
-      (e as { originalError?: unknown }).originalError;
+    const { cause, originalError, errors } = e as {
+      cause?: unknown;
+      originalError?: unknown;
+      errors?: unknown;
+    };
+    queue.push(cause ?? originalError);
+    if (Array.isArray(errors)) queue.push(...(errors as unknown[]));
   }
   return chain;
 }
@@ -220,7 +233,9 @@ function codeOf(e: object): string | undefined {
   return typeof code === "string" ? code : undefined;
 }
 
+/** Kafka's error type: KafkaJS's `type`, or @platformatic/kafka's `apiId` (both Kafka's own names). */
 function typeOf(e: object): string | undefined {
-  const type = (e as { type?: unknown }).type;
-  return typeof type === "string" ? type : undefined;
+  const { type, apiId } = e as { type?: unknown; apiId?: unknown };
+  if (typeof type === "string") return type;
+  return typeof apiId === "string" ? apiId : undefined;
 }

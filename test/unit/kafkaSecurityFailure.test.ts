@@ -88,6 +88,20 @@ describe("kafkaSecurityFailure", () => {
     expect(error?.message).toContain("refused the client certificate of KAFKA_SSL_CERTIFICATE_LOCATION");
   });
 
+  it("reads @platformatic/kafka's errors too: a ResponseError holding a ProtocolError per failed part (issue 30)", async () => {
+    const { ResponseError, AuthenticationError } = await import("@platformatic/kafka");
+    // JoinGroup answered GROUP_AUTHORIZATION_FAILED (error code 30), wrapped as the feed reports it.
+    const join = new Error("joining the consumer group failed", {
+      cause: new ResponseError(11, 9, { "": [30, null] }, {}),
+    });
+    const group = kafkaSecurityFailure(join, context);
+    expect(group?.code).toBe("KAFKA_AUTHORIZATION");
+    expect(group?.message).toContain("Kafka refused Read on group 'ledger' (GROUP_AUTHORIZATION_FAILED)");
+    const login = kafkaSecurityFailure(new AuthenticationError("SASL authentication failed."), context);
+    expect(login?.code).toBe("KAFKA_AUTHENTICATION");
+    expect(login?.message).toContain("Kafka refused the SASL login of KAFKA_SASL_USERNAME=alice");
+  });
+
   it("a missing ACL names the operation, the resource, the principal and the kafka-acls command", () => {
     const group = kafkaSecurityFailure(wrapped({ type: "GROUP_AUTHORIZATION_FAILED" }), context);
     expect(group?.code).toBe("KAFKA_AUTHORIZATION");
