@@ -10,7 +10,7 @@ FAULTS_KAFKA = KAFKA_NODES=3 KAFKA_CLUSTER_PORT=29092 KAFKA_CLUSTER_CONTROLLER_P
 SOAK_KAFKA = KAFKA_NODES=3 KAFKA_CLUSTER_PORT=39092 KAFKA_CLUSTER_CONTROLLER_PORT=39192 \
   KAFKA_CLUSTER_INTERNAL_PORT=39292 KAFKA_CLUSTER_ADVERTISED_PORT=39392 KAFKA_CLUSTER_DATA_DIR=.data/kafka-soak
 
-.PHONY: help install up down pg prometheus migrate build typecheck lint test test-unit test-int test-cluster test-security test-faults test-smoke soak demo bench clean
+.PHONY: help install up down pg prometheus migrate build typecheck lint test test-unit test-int test-platformatic test-cluster test-security test-faults test-smoke soak demo bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -62,13 +62,16 @@ test-cluster: install pg ## leader changes and broker faults on a local three-br
 test-security: install pg ## TLS, SASL and ACLs against one secured broker (started and removed by the tests)
 	npm run test:security
 
+test-platformatic: up prometheus ## the guarantee suites again on the second Kafka client (KAFKA_CLIENT=platformatic, classic and KIP-848 groups; issue 30)
+	npm run test:platformatic
+
 # Three more JVMs do not fit beside the cluster's on 2 cores: the cluster (if this checkout started
 # it) is stopped first, its data kept; `make test-cluster` starts it again.
 test-faults: install pg ## silent, reset and slow connections to PostgreSQL and brokers, through fault proxies (its own three-broker cluster)
 	@KAFKA_NODES=3 scripts/kafka/kafka.sh stop
 	npm run test:faults
 
-test: lint typecheck test-unit test-int test-cluster test-security test-faults ## lint, typecheck, unit, integration, cluster, security and fault tests (starts the stack)
+test: lint typecheck test-unit test-int test-platformatic test-cluster test-security test-faults ## lint, typecheck, unit, integration (on both Kafka clients), cluster, security and fault tests (starts the stack)
 
 # What CI runs on the Node.js lines besides the one of the whole suite (.ci/run, README "Supported
 # Node.js versions"): PATH="$$(scripts/node-lines.sh 22):$$PATH" make test-smoke

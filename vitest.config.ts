@@ -3,8 +3,92 @@ import { CLUSTER_BROKERS } from "./test/helpers/clusterBrokers.js";
 import { FAULT_CLUSTER_ENV, FAULT_DIRECT_BROKERS } from "./test/helpers/faultClusterPorts.js";
 
 /**
- * Five projects: `unit` (pure logic, no services), `integration` (real Kafka with one broker and
- * PostgreSQL), `cluster` (real PostgreSQL and a local three-broker Kafka cluster, for leader
+ * The integration files whose members run a second time on @platformatic/kafka
+ * (KAFKA_CLIENT=platformatic, issue 30): the engine files that exercise the feed (delivery, dedupe,
+ * offsets, crashes, rebalances, outages, recreated topics, limits, dead letters) and the admin
+ * paths (replay, rebuild, status). In-process members read the client through TEST_CLIENT_ENV
+ * (test/helpers/stack.ts); CLI members inherit the variable.
+ */
+const PLATFORMATIC_FILES = [
+  "absorbWaitingBatches",
+  "advisoryLockLoss",
+  "badInput",
+  "crashRecovery",
+  "deadLetterTopic",
+  "dedupeKeys",
+  "groupMembership",
+  "hostileHeaders",
+  "lockWaitSlot",
+  "memoryBudget",
+  "offsetCommitRetry",
+  "outages",
+  "partitionGauges",
+  "poolSize",
+  "prefetch",
+  "rebuildEpochLate",
+  "rebuildFence",
+  "recordLimits",
+  "recreatedTopic",
+  "recreatedTopicWhileProducing",
+  "replayFastPath",
+  "retryDeadLetter",
+  "slowTransaction",
+  "stalledPartition",
+  "stopDuringStart",
+  "stopReleasesLock",
+  "stopWhileJoining",
+  "transientFaults",
+].map((name) => `test/integration/engine/${name}.test.ts`);
+
+/** Of those, the files that run a third time with the KIP-848 consumer group protocol. */
+const KIP848_FILES = [
+  "absorbWaitingBatches",
+  "crashRecovery",
+  "groupMembership",
+  "offsetCommitRetry",
+  "outages",
+  "prefetch",
+  "recreatedTopic",
+  "replayFastPath",
+].map((name) => `test/integration/engine/${name}.test.ts`);
+
+/** The `integration` project's options, shared by its runs on the second client. */
+const INTEGRATION = {
+  testTimeout: 180_000,
+  hookTimeout: 120_000,
+  // Each file starts consumer processes of its own; two files at once fit on 2 cores.
+  fileParallelism: true,
+  maxWorkers: 2,
+  globalSetup: ["test/integration/globalSetup.ts"],
+};
+
+/**
+ * The `cluster` project's options (its KAFKA_BROKERS, which test/helpers/stack.ts reads, point every
+ * helper at the cluster), shared by its run on the second client.
+ */
+const CLUSTER = {
+  include: ["test/cluster/**/*.test.ts"],
+  testTimeout: 300_000,
+  hookTimeout: 180_000,
+  // Three JVMs share the 2 cores with the consumers: one file at a time.
+  fileParallelism: false,
+  maxWorkers: 1,
+  globalSetup: ["test/cluster/globalSetup.ts"],
+};
+
+/** The `security` project's options, shared by its run on the second client. */
+const SECURITY = {
+  testTimeout: 180_000,
+  hookTimeout: 120_000,
+  fileParallelism: true,
+  maxWorkers: 2,
+  globalSetup: ["test/security/globalSetup.ts"],
+};
+
+/**
+ * The projects: `unit` (pure logic, no services), `integration` (real Kafka with one broker and
+ * PostgreSQL; `platformatic`, `platformatic-kip848`, `security-platformatic` and `cluster-platformatic` run
+ * files of these projects again on the second Kafka client), `cluster` (real PostgreSQL and a local three-broker Kafka cluster, for leader
  * changes and broker faults; see test/helpers/cluster.ts) and `security` (real PostgreSQL and one
  * secured broker the run starts itself: TLS, SASL, ACLs; see test/helpers/secureKafka.ts) and
  * `faults` (real PostgreSQL and a three-broker cluster of its own whose connections from the member
@@ -15,40 +99,48 @@ export default defineConfig({
     projects: [
       { test: { name: "unit", include: ["test/unit/**/*.test.ts"], testTimeout: 10_000 } },
       {
+        test: { name: "integration", include: ["test/integration/**/*.test.ts"], ...INTEGRATION },
+      },
+      {
         test: {
-          name: "integration",
-          include: ["test/integration/**/*.test.ts"],
-          testTimeout: 180_000,
-          hookTimeout: 120_000,
-          // Each file starts consumer processes of its own; two files at once fit on 2 cores.
-          fileParallelism: true,
-          maxWorkers: 2,
-          globalSetup: ["test/integration/globalSetup.ts"],
+          name: "platformatic",
+          include: [
+            ...PLATFORMATIC_FILES,
+            "test/integration/replay/replay.test.ts",
+            "test/integration/replay/rebuild.test.ts",
+            "test/integration/cli/status.test.ts",
+          ],
+          ...INTEGRATION,
+          env: { KAFKA_CLIENT: "platformatic" },
         },
       },
       {
         test: {
-          name: "cluster",
-          include: ["test/cluster/**/*.test.ts"],
-          testTimeout: 300_000,
-          hookTimeout: 180_000,
-          // Three JVMs share the 2 cores with the consumers: one file at a time.
-          fileParallelism: false,
-          maxWorkers: 1,
-          globalSetup: ["test/cluster/globalSetup.ts"],
-          // test/helpers/stack.ts reads KAFKA_BROKERS: every helper talks to the cluster.
-          env: { KAFKA_BROKERS: CLUSTER_BROKERS.join(",") },
+          name: "platformatic-kip848",
+          include: KIP848_FILES,
+          ...INTEGRATION,
+          env: { KAFKA_CLIENT: "platformatic", KAFKA_GROUP_PROTOCOL: "consumer" },
+        },
+      },
+      { test: { name: "cluster", ...CLUSTER, env: { KAFKA_BROKERS: CLUSTER_BROKERS.join(",") } } },
+      {
+        test: {
+          name: "cluster-platformatic",
+          ...CLUSTER,
+          env: { KAFKA_BROKERS: CLUSTER_BROKERS.join(","), KAFKA_CLIENT: "platformatic" },
         },
       },
       {
+        test: { name: "security", include: ["test/security/**/*.test.ts"], ...SECURITY },
+      },
+      {
         test: {
-          name: "security",
-          include: ["test/security/**/*.test.ts"],
-          testTimeout: 180_000,
-          hookTimeout: 120_000,
-          fileParallelism: true,
-          maxWorkers: 2,
-          globalSetup: ["test/security/globalSetup.ts"],
+          name: "security-platformatic",
+          include: ["securedCluster", "operatorAcls", "startupFailures", "oauthBearer"].map(
+            (name) => `test/security/${name}.test.ts`,
+          ),
+          ...SECURITY,
+          env: { KAFKA_CLIENT: "platformatic" },
         },
       },
       {

@@ -157,6 +157,8 @@ voters() {
 write_properties() {
   local id=$1 dir; dir=$(node_dir "$1")
   local p c; p=$(client_port "$id"); c=$(controller_port "$id")
+  # group.consumer.*: KIP-848 groups (KAFKA_GROUP_PROTOCOL=consumer) take their session timeout and
+  # heartbeat interval from the broker; a local stack notices a member gone in 10 s, not Kafka's 45 s.
   cat >"$dir/server.properties" <<PROPS
 process.roles=broker,controller
 node.id=$id
@@ -176,6 +178,10 @@ transaction.state.log.min.isr=$min_isr
 share.coordinator.state.topic.replication.factor=$rf
 share.coordinator.state.topic.min.isr=$min_isr
 group.initial.rebalance.delay.ms=0
+group.consumer.min.session.timeout.ms=6000
+group.consumer.session.timeout.ms=10000
+group.consumer.min.heartbeat.interval.ms=1000
+group.consumer.heartbeat.interval.ms=2000
 delete.topic.enable=true
 PROPS
   # Fault tests: an INTERNAL listener for the brokers (and this script's checks), the client
