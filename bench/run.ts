@@ -82,6 +82,7 @@ interface Flags {
   cpuProf: boolean;
   timeout: string;
   memoryLimitMib: string;
+  client: string;
 }
 
 /** The parsed flags. */
@@ -102,6 +103,8 @@ interface Options {
   readonly timeoutMs: number;
   /** --memory-limit-mib: each scenario's subprocess runs in a cgroup of this limit, bytes; 0: none. */
   readonly memoryLimitBytes: number;
+  /** --client: the Kafka client of the replayable scenarios' member (KAFKA_CLIENT). */
+  readonly client: "kafkajs" | "platformatic";
 }
 
 /** What the shapes of one run share. */
@@ -178,6 +181,11 @@ const program = new Command("bench")
     "--memory-limit-mib <n>",
     "run each scenario in a cgroup with this memory limit, as in a container (0: none)",
     String(DEFAULT_MEMORY_LIMIT_MIB),
+  )
+  .option(
+    "--client <name>",
+    "the Kafka client of the replayable scenarios' member: kafkajs or platformatic (KAFKA_CLIENT)",
+    "kafkajs",
   );
 
 function positiveInt(flag: string, text: string): number {
@@ -217,7 +225,14 @@ function parseOptions(flags: Flags): Options {
       flags.memoryLimitMib === "0"
         ? 0
         : positiveInt("--memory-limit-mib", flags.memoryLimitMib) * 1024 * 1024,
+    client: clientOf(flags.client),
   };
+}
+
+/** `--client`'s value. @throws Error naming the flag and the clients. */
+function clientOf(text: string): "kafkajs" | "platformatic" {
+  if (text === "kafkajs" || text === "platformatic") return text;
+  throw new Error(`--client: "${text}" is not a Kafka client; use kafkajs or platformatic`);
 }
 
 async function main(): Promise<void> {
@@ -230,7 +245,7 @@ async function main(): Promise<void> {
   const started = new Date();
   const loadBefore = loadavg();
   say(
-    `bench ${run}: ${options.shapes.length} shapes (${options.shapes.map(shapeLabel).join(", ")}), up to ${options.count} records each, ${options.duplicateRate * 100}% duplicates; load average ${loadBefore.map((l) => l.toFixed(2)).join(" ")} on ${cpus().length} cores`,
+    `bench ${run}: ${options.shapes.length} shapes (${options.shapes.map(shapeLabel).join(", ")}), up to ${options.count} records each, ${options.duplicateRate * 100}% duplicates, replayable on ${options.client}; load average ${loadBefore.map((l) => l.toFixed(2)).join(" ")} on ${cpus().length} cores`,
   );
   const child = compileScenarios();
   const kafka = createKafka({
@@ -332,6 +347,7 @@ async function runShape(ctx: RunContext, shape: Shape, first: boolean): Promise<
         ...(scenario === "naive" && naiveCount < count ? { limit: naiveCount } : {}),
         partitionsConsumedConcurrently: ctx.config.partitionsConsumedConcurrently,
         ...(fetchBytes === undefined ? {} : { maxBytesPerPartition: fetchBytes }),
+        client: options.client,
       };
       say(
         `${label}: ${LABELS[scenario]}: running${spec.limit === undefined ? "" : ` on the first ${spec.limit} records`} ...`,

@@ -41,6 +41,11 @@ export interface ScenarioSpec {
    * KafkaJS themselves (`raw`, `raw-1mib`, `naive`); the replayable ones use their own settings.
    */
   readonly maxBytesPerPartition?: number;
+  /**
+   * The Kafka client of the replayable scenarios' member (KAFKA_CLIENT, `--client`): `kafkajs` or
+   * `platformatic`; absent: the member's setting (KafkaJS by default).
+   */
+  readonly client?: "kafkajs" | "platformatic";
 }
 
 /** What a scenario measured. Times are ms; the rate counts from the group join to the last batch. */

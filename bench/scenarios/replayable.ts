@@ -28,6 +28,7 @@ export async function runReplayable(
     REPLAYABLE_TOPICS: spec.topic,
     REPLAYABLE_GROUP_ID: spec.group,
     REPLAYABLE_PARTITIONS_CONCURRENTLY: String(spec.partitionsConsumedConcurrently),
+    ...(spec.client === undefined ? {} : { KAFKA_CLIENT: spec.client }),
   });
   const service = new ConsumerService({
     config,
