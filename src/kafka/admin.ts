@@ -23,13 +23,24 @@ export interface CommittedOffset {
 /** How {@link CommittedOffset} says "none". */
 export const NO_COMMITTED_OFFSET = "-1";
 
-function committed(topic: string, partition: number, offset: string): CommittedOffset {
+/** A {@link CommittedOffset} from what the broker answered (any negative offset: "-1"). Shared by both clients' admins. */
+export function committed(topic: string, partition: number, offset: string): CommittedOffset {
   return { topic, partition, offset: committedOffsetOrNone(offset) ?? NO_COMMITTED_OFFSET };
 }
 
 /** Kafka protocol error codes of DeleteGroups (org.apache.kafka.common.protocol.Errors). */
-const NON_EMPTY_GROUP = 68;
-const GROUP_ID_NOT_FOUND = 69;
+export const NON_EMPTY_GROUP = 68;
+export const GROUP_ID_NOT_FOUND = 69;
+
+/**
+ * The committed offsets a group has (none left out but "-1"), by topic then partition: what
+ * `groupCommittedOffsets` returns over either client.
+ */
+export function groupOffsetsInOrder(offsets: readonly CommittedOffset[]): CommittedOffset[] {
+  return offsets
+    .filter((c) => c.offset !== NO_COMMITTED_OFFSET)
+    .sort((a, b) => (a.topic === b.topic ? a.partition - b.partition : a.topic < b.topic ? -1 : 1));
+}
 
 /** The error code KafkaJS's KafkaJSDeleteGroupsError reports for `groupId`, if it is one. */
 function deleteGroupsErrorCode(error: unknown, groupId: string): number | undefined {
@@ -37,6 +48,40 @@ function deleteGroupsErrorCode(error: unknown, groupId: string): number | undefi
   if (!Array.isArray(groups)) return undefined;
   const entry = (groups as { groupId?: unknown; errorCode?: unknown }[]).find((g) => g.groupId === groupId);
   return typeof entry?.errorCode === "number" ? entry.errorCode : undefined;
+}
+
+/**
+ * Kafka's answers while a group's coordinator is moving or still loading: a broker that has just
+ * started creates `__consumer_offsets` on the first group request and answers NOT_COORDINATOR until
+ * it leads its partitions. KafkaJS's admin passes them on from OffsetFetch instead of retrying.
+ */
+const COORDINATOR_NOT_READY = new Set([
+  // KafkaJS's names of Kafka's errors 16, 14 and 15 (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS,
+  // COORDINATOR_NOT_AVAILABLE).
+  "NOT_COORDINATOR_FOR_GROUP",
+  "GROUP_LOAD_IN_PROGRESS",
+  "GROUP_COORDINATOR_NOT_AVAILABLE",
+]);
+
+/** How long {@link coordinatorReady} retries, ms. */
+const COORDINATOR_WAIT_MS = 30_000;
+
+/**
+ * Runs `request` again while the group's coordinator is not ready ({@link COORDINATOR_NOT_READY}),
+ * every 200 ms for up to {@link COORDINATOR_WAIT_MS}.
+ * @throws the last error once that time is spent, or any other error at once.
+ */
+async function coordinatorReady<T>(request: () => Promise<T>): Promise<T> {
+  const deadline = Date.now() + COORDINATOR_WAIT_MS;
+  for (;;) {
+    try {
+      return await request();
+    } catch (error) {
+      const type = (error as { type?: unknown } | null)?.type;
+      if (typeof type !== "string" || !COORDINATOR_NOT_READY.has(type) || Date.now() > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  }
 }
 
 /** A member of a consumer group as the coordinator describes it. */
@@ -110,7 +155,7 @@ export class KafkaAdmin {
 
   /** The group's committed offsets for `topics` ("-1" where none, also for any other negative offset). */
   async committedOffsets(groupId: string, topics: readonly string[]): Promise<CommittedOffset[]> {
-    const result = await this.admin.fetchOffsets({ groupId, topics: [...topics] });
+    const result = await coordinatorReady(() => this.admin.fetchOffsets({ groupId, topics: [...topics] }));
     return result.flatMap((t) => t.partitions.map((p) => committed(t.topic, p.partition, p.offset)));
   }
 
@@ -120,11 +165,10 @@ export class KafkaAdmin {
    * OffsetFetch with a null topic list (v2+) returns all of them.
    */
   async groupCommittedOffsets(groupId: string): Promise<CommittedOffset[]> {
-    const result = await this.admin.fetchOffsets({ groupId });
-    return result
-      .flatMap((t) => t.partitions.map((p) => committed(t.topic, p.partition, p.offset)))
-      .filter((c) => c.offset !== NO_COMMITTED_OFFSET)
-      .sort((a, b) => (a.topic === b.topic ? a.partition - b.partition : a.topic < b.topic ? -1 : 1));
+    const result = await coordinatorReady(() => this.admin.fetchOffsets({ groupId }));
+    return groupOffsetsInOrder(
+      result.flatMap((t) => t.partitions.map((p) => committed(t.topic, p.partition, p.offset))),
+    );
   }
 
   /**

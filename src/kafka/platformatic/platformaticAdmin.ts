@@ -5,9 +5,11 @@
  * checks against the same broker.
  */
 import type { Admin as PlatformaticAdminClient } from "@platformatic/kafka";
-import { committedOffsetOrNone } from "../../offsets.js";
 import {
-  NO_COMMITTED_OFFSET,
+  GROUP_ID_NOT_FOUND,
+  NON_EMPTY_GROUP,
+  committed,
+  groupOffsetsInOrder,
   type ClusterAdmin,
   type CommittedOffset,
   type GroupMember,
@@ -19,10 +21,6 @@ import type { PlatformaticSecurity } from "./platformaticSecurity.js";
 /** ListOffsets timestamps (KIP-79): the log start offset and the high watermark. */
 const EARLIEST = -2n;
 const LATEST = -1n;
-
-/** Kafka protocol error codes (org.apache.kafka.common.protocol.Errors). */
-const NON_EMPTY_GROUP = 68;
-const GROUP_ID_NOT_FOUND = 69;
 
 /** How long {@link PlatformaticAdmin.createTopic} waits for every new partition to have a leader, ms. */
 const LEADERS_TIMEOUT_MS = 30_000;
@@ -125,10 +123,11 @@ export class PlatformaticAdmin implements ClusterAdmin {
   async groupCommittedOffsets(groupId: string): Promise<CommittedOffset[]> {
     // A null topic list (OffsetFetch v2+): every partition the group has an offset for.
     const [group] = await this.admin.listConsumerGroupOffsets({ groups: [{ groupId, topics: null }] });
-    return (group?.topics ?? [])
-      .flatMap((t) => t.partitions.map((p) => committed(t.name, p.partitionIndex, String(p.committedOffset))))
-      .filter((c) => c.offset !== NO_COMMITTED_OFFSET)
-      .sort((a, b) => (a.topic === b.topic ? a.partition - b.partition : a.topic < b.topic ? -1 : 1));
+    return groupOffsetsInOrder(
+      (group?.topics ?? []).flatMap((t) =>
+        t.partitions.map((p) => committed(t.name, p.partitionIndex, String(p.committedOffset))),
+      ),
+    );
   }
 
   async cleanupPolicies(topics: readonly string[]): Promise<Map<string, string>> {
@@ -278,10 +277,6 @@ export class PlatformaticAdmin implements ClusterAdmin {
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
   }
-}
-
-function committed(topic: string, partition: number, offset: string): CommittedOffset {
-  return { topic, partition, offset: committedOffsetOrNone(offset) ?? NO_COMMITTED_OFFSET };
 }
 
 /** The group state's name as Kafka's tools print it (`Empty`, `Stable`, …) from the client's value. */
