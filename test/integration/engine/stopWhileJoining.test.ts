@@ -18,8 +18,10 @@ describe("stopping a member", () => {
     await produceLedger(stack.admin, topic, { count: 20, partitions: 2, seed: 41 });
     const args = ["run", "--projection", "ledger", "--topic", topic, "--group", group];
     const env = { DATABASE_URL: stack.db.url, REPLAYABLE_SHUTDOWN_TIMEOUT_MS: "20000" };
-    // A holds the group in a long first batch, so B's JoinGroup waits for A to rejoin.
-    const a = startCli(args, { ...env, REPLAYABLE_FAILPOINTS: "in-apply=sleep:15000@1" });
+    // A holds the group in a long first batch, so B's JoinGroup waits for A to rejoin. The sleep
+    // is long (45 s, under the 60 s rebalance timeout) because B's start-up on a loaded machine
+    // took more than the 15 s it was: B joined after A's batch and the rebalance was over at once.
+    const a = startCli(args, { ...env, REPLAYABLE_FAILPOINTS: "in-apply=sleep:45000@1" });
     let b: CliProcess | undefined;
     try {
       await a.waitForStderr("failpoint in-apply: sleep");
@@ -33,7 +35,8 @@ describe("stopping a member", () => {
       expect(b.stderr()).not.toContain("graceful stop timed out");
       expect(b.stderr()).not.toContain("Restarting the consumer");
     } finally {
-      a.child.kill("SIGTERM");
+      // A is still in its sleep: a SIGTERM would wait for it (or the shutdown timeout).
+      a.kill();
       b?.kill();
       await a.exited;
     }
