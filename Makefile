@@ -62,12 +62,12 @@ test-cluster: install pg ## leader changes and broker faults on a local three-br
 test-security: install pg ## TLS, SASL and ACLs against one secured broker (started and removed by the tests)
 	npm run test:security
 
-test-platformatic: up prometheus ## the guarantee suites again on the second Kafka client (KAFKA_CLIENT=platformatic, classic and KIP-848 groups; issue 30)
+test-platformatic: up prometheus ## the guarantee suites again on the second Kafka client (KAFKA_CLIENT=platformatic, classic and KIP-848 groups, one and three brokers; issue 30)
 	npm run test:platformatic
 
 # Three more JVMs do not fit beside the cluster's on 2 cores: the cluster (if this checkout started
 # it) is stopped first, its data kept; `make test-cluster` starts it again.
-test-faults: install pg ## silent, reset and slow connections to PostgreSQL and brokers, through fault proxies (its own three-broker cluster)
+test-faults: install pg ## silent, reset and slow connections to PostgreSQL and brokers, through fault proxies (its own three-broker cluster), on both Kafka clients
 	@KAFKA_NODES=3 scripts/kafka/kafka.sh stop
 	npm run test:faults
 

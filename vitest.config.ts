@@ -76,6 +76,34 @@ const CLUSTER = {
   globalSetup: ["test/cluster/globalSetup.ts"],
 };
 
+/**
+ * The `faults` project's options, shared by its run on the second client: the whole project runs
+ * again there (silent brokers and coordinators, silent PostgreSQL across a rebalance, the CI soak).
+ */
+const FAULTS = {
+  // test/soak/short.test.ts: the CI soak on the same cluster (docs/soak.md).
+  include: ["test/faults/**/*.test.ts", "test/soak/**/*.test.ts"],
+  testTimeout: 300_000,
+  hookTimeout: 180_000,
+  // The broker proxies listen on fixed ports in each file's process: one file at a time.
+  fileParallelism: false,
+  maxWorkers: 1,
+  globalSetup: ["test/faults/globalSetup.ts"],
+  // kafka.sh (through test/helpers/cluster.ts) acts on the faults cluster; the tests' own
+  // clients bootstrap through the INTERNAL listeners, never through a proxy.
+  env: { ...FAULT_CLUSTER_ENV, KAFKA_BROKERS: FAULT_DIRECT_BROKERS.join(",") } as Record<string, string>,
+};
+
+/** The `cluster` files that run members, again with the KIP-848 consumer group protocol. */
+const CLUSTER_MEMBER_FILES = [
+  "abortedTransactions",
+  "compactedOversizedBatch",
+  "leaderChange",
+  "slowPartition",
+  "transactionalLag",
+  "transactionalProducer",
+].map((name) => `test/cluster/${name}.test.ts`);
+
 /** The `security` project's options, shared by its run on the second client. */
 const SECURITY = {
   testTimeout: 180_000,
@@ -87,7 +115,8 @@ const SECURITY = {
 
 /**
  * The projects: `unit` (pure logic, no services), `integration` (real Kafka with one broker and
- * PostgreSQL; `platformatic`, `platformatic-kip848`, `security-platformatic` and `cluster-platformatic` run
+ * PostgreSQL; `platformatic`, `platformatic-kip848`, `security-platformatic`, `cluster-platformatic`,
+ * `cluster-platformatic-kip848` and `faults-platformatic` run
  * files of these projects again on the second Kafka client), `cluster` (real PostgreSQL and a local three-broker Kafka cluster, for leader
  * changes and broker faults; see test/helpers/cluster.ts) and `security` (real PostgreSQL and one
  * secured broker the run starts itself: TLS, SASL, ACLs; see test/helpers/secureKafka.ts) and
@@ -131,6 +160,19 @@ export default defineConfig({
         },
       },
       {
+        test: {
+          name: "cluster-platformatic-kip848",
+          ...CLUSTER,
+          // Every file but clusterTools (the cluster scripts alone, no member).
+          include: CLUSTER_MEMBER_FILES,
+          env: {
+            KAFKA_BROKERS: CLUSTER_BROKERS.join(","),
+            KAFKA_CLIENT: "platformatic",
+            KAFKA_GROUP_PROTOCOL: "consumer",
+          },
+        },
+      },
+      {
         test: { name: "security", include: ["test/security/**/*.test.ts"], ...SECURITY },
       },
       {
@@ -143,20 +185,12 @@ export default defineConfig({
           env: { KAFKA_CLIENT: "platformatic" },
         },
       },
+      { test: { name: "faults", ...FAULTS } },
       {
         test: {
-          name: "faults",
-          // test/soak/short.test.ts: the CI soak on the same cluster (docs/soak.md).
-          include: ["test/faults/**/*.test.ts", "test/soak/**/*.test.ts"],
-          testTimeout: 300_000,
-          hookTimeout: 180_000,
-          // The broker proxies listen on fixed ports in each file's process: one file at a time.
-          fileParallelism: false,
-          maxWorkers: 1,
-          globalSetup: ["test/faults/globalSetup.ts"],
-          // kafka.sh (through test/helpers/cluster.ts) acts on the faults cluster; the tests' own
-          // clients bootstrap through the INTERNAL listeners, never through a proxy.
-          env: { ...FAULT_CLUSTER_ENV, KAFKA_BROKERS: FAULT_DIRECT_BROKERS.join(",") },
+          name: "faults-platformatic",
+          ...FAULTS,
+          env: { ...FAULTS.env, KAFKA_CLIENT: "platformatic" },
         },
       },
     ],
