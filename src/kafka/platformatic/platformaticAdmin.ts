@@ -153,14 +153,74 @@ export class PlatformaticAdmin implements ClusterAdmin {
     return (await this.listTopics()).includes(topic);
   }
 
+  /**
+   * The group's state and members, whichever group protocol it runs: DescribeGroups answers for a
+   * classic group; a KIP-848 (consumer protocol) group it reports as Dead, so a Dead answer is
+   * asked again with ConsumerGroupDescribe (KIP-848's API 69) at the group's coordinator.
+   */
   async describeGroup(groupId: string): Promise<{ state: string; members: GroupMember[] }> {
     const groups = await this.admin.describeGroups({ groups: [groupId] });
     const group = groups.get(groupId);
-    if (group === undefined) return { state: "Dead", members: [] };
+    if (group === undefined || stateName(group.state) === "Dead") return this.describeConsumerGroup(groupId);
     return {
       state: stateName(group.state),
       members: [...group.members.values()].map((m) => ({
         memberId: m.id,
+        clientId: m.clientId,
+        clientHost: m.clientHost,
+      })),
+    };
+  }
+
+  /**
+   * ConsumerGroupDescribe of a KIP-848 group at its coordinator; Dead when there is no such group
+   * (GROUP_ID_NOT_FOUND) or the broker has no ConsumerGroupDescribe (before Kafka 3.7, where no
+   * group runs the consumer protocol).
+   * @throws the client's error for any other failure (an ACL, no coordinator).
+   */
+  private async describeConsumerGroup(groupId: string): Promise<{ state: string; members: GroupMember[] }> {
+    const lib = this.kafka;
+    const admin = this.admin;
+    const dead = { state: "Dead", members: [] };
+    type Api = { async: (...args: unknown[]) => Promise<unknown> };
+    const api = await new Promise<Api | undefined>((resolve, reject) => {
+      admin[lib.kGetApi]("ConsumerGroupDescribe", ((error: Error | null, found?: Api) => {
+        if (error instanceof lib.UnsupportedApiError) resolve(undefined);
+        else if (error) reject(error);
+        else resolve(found);
+      }) as Parameters<PlatformaticAdminClient[typeof lib.kGetApi]>[1]);
+    });
+    if (api === undefined) return dead;
+    const [coordinator] = await admin.findCoordinator({
+      keyType: lib.FindCoordinatorKeyTypes.GROUP,
+      keys: [groupId],
+    });
+    if (coordinator === undefined) return dead;
+    type Connection = Parameters<Parameters<PlatformaticAdminClient[typeof lib.kGetConnection]>[1]>[1];
+    const connection = await new Promise<Connection>((resolve, reject) => {
+      admin[lib.kGetConnection](coordinator, (error, c) => (error ? reject(error) : resolve(c)));
+    });
+    // The library does not export the response type; the fields read here (KIP-848's schema).
+    type ConsumerGroupDescribeResponse = {
+      groups: {
+        groupId: string;
+        groupState: string;
+        members: { memberId: string; clientId: string; clientHost: string }[];
+      }[];
+    };
+    let answer: ConsumerGroupDescribeResponse;
+    try {
+      answer = (await api.async(connection, [groupId], false)) as ConsumerGroupDescribeResponse;
+    } catch (error) {
+      if (protocolErrorCodes(error).includes(GROUP_ID_NOT_FOUND)) return dead;
+      throw error;
+    }
+    const group = answer.groups.find((g) => g.groupId === groupId);
+    if (group === undefined) return dead;
+    return {
+      state: stateName(group.groupState),
+      members: group.members.map((m) => ({
+        memberId: m.memberId,
         clientId: m.clientId,
         clientHost: m.clientHost,
       })),
