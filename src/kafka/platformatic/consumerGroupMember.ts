@@ -43,8 +43,13 @@ export interface ConsumerGroupMemberOptions {
   readonly events: ConsumerGroupMemberEvents;
 }
 
-/** Heartbeat errors that end the membership: join again with epoch 0. */
-const FENCED = ["FENCED_MEMBER_EPOCH", "UNKNOWN_MEMBER_ID"];
+/**
+ * Heartbeat errors that end the membership: join again with epoch 0. GROUP_ID_NOT_FOUND: the group
+ * is gone, or is a classic group again (Kafka converts a consumer group whose last consumer-protocol
+ * member was removed back to classic when classic members remain, KIP-848's online migration), so
+ * the member's epoch means nothing; retried, it kept a fenced member fetching forever.
+ */
+const FENCED = ["FENCED_MEMBER_EPOCH", "UNKNOWN_MEMBER_ID", "GROUP_ID_NOT_FOUND"];
 /** Heartbeat errors no retry can fix. */
 const FATAL = [
   "GROUP_AUTHORIZATION_FAILED",
@@ -195,15 +200,19 @@ export class ConsumerGroupMember {
         return;
       }
       if (FENCED.some(id)) {
+        // A member that had joined joins again at once; one refused while joining (epoch 0: a
+        // classic group the broker will not convert) backs off, as any other failure.
+        const joined = this.memberEpoch > 0;
+        const delayMs = joined ? 0 : backoffDelayMs(this.failures++, 500, 5000);
         log.warn(
-          { err: error, memberEpoch: this.memberEpoch },
+          { err: error, memberEpoch: this.memberEpoch, retryInMs: delayMs },
           "fenced from the consumer group; joining again",
         );
         this.memberEpoch = 0;
         this.owned = [];
         this.ownedKey = undefined;
         events.lost(error);
-        this.schedule(0);
+        this.schedule(delayMs);
         return;
       }
       const delayMs = Math.min(this.intervalMs, backoffDelayMs(this.failures++, 500, 5000));

@@ -1,0 +1,82 @@
+/**
+ * Regression (issue 30, found by a break-it review): a KIP-848 member frozen past its session
+ * timeout in a group whose other member is classic. The broker removed it and, with only classic
+ * members left, turned the group back into a classic group; the member's heartbeats then got
+ * GROUP_ID_NOT_FOUND, which it retried forever while fetching and applying the partitions the
+ * other member owned (its offset commits refused), never joining again. It must take the error as
+ * the end of its membership, give its partitions up and join again.
+ */
+import { describe, expect, it, onTestFinished } from "vitest";
+import { PlatformaticAdmin } from "../../../src/kafka/platformatic/platformaticAdmin.js";
+import { produceRecords } from "../../../src/kafka/producer.js";
+import { generateLedgerStream } from "../../../src/projections/ledger/generate.js";
+import { eventIdCount, ledgerChecksumOf } from "../../helpers/ledger.js";
+import { startCli, type CliProcess } from "../../helpers/process.js";
+import { runArgs } from "../../helpers/replay.js";
+import { BROKERS, testKafka, uniqueName, useStack, waitFor, waitForCaughtUp } from "../../helpers/stack.js";
+
+const stack = useStack();
+
+describe("a KIP-848 member beside a classic one", () => {
+  it("frozen past its session timeout, it joins again once it wakes (GROUP_ID_NOT_FOUND ends its membership); the ledger equals the model", async () => {
+    const { admin, db } = stack;
+    const topic = uniqueName("kip848-fenced");
+    const group = uniqueName("g");
+    await admin.createTopic(topic, 4);
+    const stream = generateLedgerStream({ count: 900, duplicateRate: 0.05, seed: 83 });
+    const parts = [stream.records.slice(0, 300), stream.records.slice(300, 600), stream.records.slice(600)];
+    const members: CliProcess[] = [];
+    onTestFinished(async () => {
+      for (const m of members) {
+        m.child.kill("SIGCONT");
+        m.kill();
+      }
+      await Promise.all(members.map((m) => m.exited));
+    });
+    const platformatic = await PlatformaticAdmin.connect(await import("@platformatic/kafka"), {
+      brokers: BROKERS,
+      clientId: "replayable-test",
+    });
+    onTestFinished(() => platformatic.close());
+    const membersOfGroup = async () => (await platformatic.describeGroup(group)).members.length;
+
+    // A: KafkaJS, classic protocol. B: @platformatic/kafka, KIP-848 (the broker's session timeout
+    // for such members is 10 s on the local brokers).
+    const a = startCli(runArgs(db.url, topic, group), { KAFKA_CLIENT: "kafkajs" });
+    members.push(a);
+    await produceRecords(testKafka(), topic, parts[0]!);
+    await waitForCaughtUp(admin, group, topic);
+    const b = startCli(runArgs(db.url, topic, group), {
+      KAFKA_CLIENT: "platformatic",
+      KAFKA_GROUP_PROTOCOL: "consumer",
+    });
+    members.push(b);
+    await b.waitForStderr('"msg":"joined consumer group"');
+    await waitFor("both members in the group", async () =>
+      (await membersOfGroup()) === 2 ? true : undefined,
+    );
+
+    // B freezes past its session timeout: the broker removes it; A takes every partition.
+    b.child.kill("SIGSTOP");
+    await waitFor("B removed from the group", async () =>
+      (await membersOfGroup()) === 1 ? true : undefined,
+    );
+    await produceRecords(testKafka(), topic, parts[1]!);
+    await waitForCaughtUp(admin, group, topic);
+
+    // B wakes: its next heartbeat tells it the membership is over; it joins again.
+    b.child.kill("SIGCONT");
+    await b.waitForStderr("fenced from the consumer group; joining again");
+    await waitFor("both members in the group again", async () =>
+      (await membersOfGroup()) === 2 ? true : undefined,
+    );
+    await produceRecords(testKafka(), topic, parts[2]!);
+    await waitForCaughtUp(admin, group, topic);
+
+    expect(await ledgerChecksumOf(db.pool)).toBe(stream.checksum);
+    expect(await eventIdCount(db.pool)).toBe(stream.events);
+    for (const m of [a, b]) m.child.kill("SIGTERM");
+    expect((await a.exited).code).toBe(0);
+    expect((await b.exited).code).toBe(0);
+  });
+});
