@@ -262,7 +262,9 @@ up() {
   fetch_jars
   mkdir -p "$data"
   if [ ! -f "$data/cluster.id" ]; then
-    head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=\n' >"$data/cluster.id"
+    # 16 random bytes in base64url without '-': an id starting with '-' is read as an option by
+    # the storage tool's `-t` (Kafka's own Uuid.randomUuid() avoids it too); '+' becomes 'A'.
+    head -c 16 /dev/urandom | base64 | tr '+/' 'A_' | tr -d '=\n' >"$data/cluster.id"
   fi
   # Formatting starts a JVM per node: run them side by side.
   local pids=() failed=0

@@ -91,7 +91,7 @@ make_users() {
   local user
   for user in $users; do
     [ -f "$data/users/$user.password" ] && continue
-    (umask 077 && head -c 18 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=\n' >"$data/users/$user.password")
+    (umask 077 && head -c 18 /dev/urandom | base64 | tr '+/' 'A_' | tr -d '=\n' >"$data/users/$user.password")
   done
 }
 
@@ -141,7 +141,7 @@ format_storage() {
   local args=() user
   for user in $users; do args+=(--add-scram "SCRAM-SHA-512=[name=$user,password=$(password_of "$user")]"); done
   java -cp "$jars/*" -Dlog4j2.configurationFile="$here/log4j2-tools.properties" \
-    kafka.tools.StorageTool format -t "$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=\n')" \
+    kafka.tools.StorageTool format -t "$(head -c 16 /dev/urandom | base64 | tr '+/' 'A_' | tr -d '=\n')" \
     -c "$data/server.properties" "${args[@]}" >"$data/format.log" 2>&1 \
     || { cat "$data/format.log" >&2; return 1; }
 }
