@@ -104,3 +104,55 @@ export function generationCommitter(lib: PlatformaticKafka, consumer: Consumer):
     },
   };
 }
+
+/** A group's committed offsets by topic, indexed by partition (-1n: none), as `Consumer#listCommittedOffsets` gives them. */
+export type CommittedOffsets = Map<string, bigint[]>;
+
+/**
+ * The group's committed offsets of `topics`, read with an OffsetFetch that names no member (member
+ * id null, epoch -1), as Java's classic consumer and the admin client send it. The library's
+ * `Consumer#listCommittedOffsets` sends a classic member's member id with epoch -1, which a
+ * consumer group (KIP-848) holding classic members during a switch of protocol refuses with
+ * ILLEGAL_GENERATION (the broker takes the -1 for that member's generation); without a member the
+ * broker checks nothing and answers with the committed offsets.
+ * @throws the client's error (ResponseError for a refused group or partition).
+ */
+export async function committedOffsetsWithoutMember(
+  lib: PlatformaticKafka,
+  consumer: Consumer,
+  topics: readonly { topic: string; partitions: readonly number[] }[],
+): Promise<CommittedOffsets> {
+  const coordinatorId = await consumer.findGroupCoordinator();
+  const metadata = await consumer.metadata({ topics: topics.map((t) => t.topic) });
+  const broker = metadata.brokers.get(coordinatorId);
+  if (broker === undefined) throw new Error(`the group coordinator ${coordinatorId} is not in the metadata`);
+  const connection = await call<Parameters<Parameters<Consumer[typeof lib.kGetConnection]>[1]>[1]>((cb) =>
+    consumer[lib.kGetConnection](broker, cb),
+  );
+  type FetchApi = { version: number; async: (...args: unknown[]) => Promise<unknown> };
+  const api = await call<FetchApi>((cb) =>
+    consumer[lib.kGetApi]("OffsetFetch", cb as Parameters<Consumer[typeof lib.kGetApi]>[1]),
+  );
+  const requested = topics.map(({ topic, partitions }) => ({
+    name: topic,
+    partitionIndexes: [...partitions],
+  }));
+  type ResponseTopic = { name: string; partitions: { partitionIndex: number; committedOffset: bigint }[] };
+  // The library takes the groups form at every version; answers before v8 (KIP-709) hold one group's topics.
+  const response = await api.async(
+    connection,
+    [{ groupId: consumer.groupId, memberId: null, memberEpoch: -1, topics: requested }],
+    false,
+  );
+  const answered =
+    api.version >= 8
+      ? (response as { groups: { topics: ResponseTopic[] }[] }).groups.flatMap((g) => g.topics)
+      : (response as { topics: ResponseTopic[] }).topics;
+  const committed: CommittedOffsets = new Map();
+  for (const { name, partitions } of answered) {
+    const offsets = committed.get(name) ?? [];
+    for (const { partitionIndex, committedOffset } of partitions) offsets[partitionIndex] = committedOffset;
+    committed.set(name, offsets);
+  }
+  return committed;
+}

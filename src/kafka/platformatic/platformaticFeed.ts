@@ -30,7 +30,7 @@ import type { FetchLimits } from "../kafkaFeed.js";
 import { OffsetCommits } from "../offsetCommits.js";
 import { committedBatches } from "./abortedTransactions.js";
 import { ConsumerGroupMember, type TopicAssignment } from "./consumerGroupMember.js";
-import { generationCommitter } from "./generationCommits.js";
+import { committedOffsetsWithoutMember, generationCommitter } from "./generationCommits.js";
 import { loadPlatformaticKafka, type PlatformaticKafka } from "./loadClient.js";
 import type { PlatformaticSecurity } from "./platformaticSecurity.js";
 import { offsetOf, toRecord, type RawRecord } from "./toRecord.js";
@@ -475,8 +475,12 @@ export class PlatformaticFeed implements Feed {
     if (byTopic.size === 0) return;
     for (let attempt = 0; state.active && !this.stopRequested; attempt++) {
       try {
-        const committed = await consumer.listCommittedOffsets({
-          topics: [...byTopic].map(([topic, partitions]) => ({ topic, partitions })),
+        const topics = [...byTopic].map(([topic, partitions]) => ({ topic, partitions }));
+        const committed = await consumer.listCommittedOffsets({ topics }).catch((error: unknown) => {
+          // A classic member in a consumer group (a switch to KIP-848 under way): the library's
+          // OffsetFetch with its member id is refused; one without a member is not.
+          if (lib.findErrorBy(error as Error, "apiId", "ILLEGAL_GENERATION") === null) throw error;
+          return committedOffsetsWithoutMember(lib, consumer, topics);
         });
         const missing = new Map<string, number[]>();
         for (const p of state.partitions.values()) {

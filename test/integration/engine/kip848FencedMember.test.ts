@@ -80,3 +80,54 @@ describe("a KIP-848 member beside a classic one", () => {
     expect((await b.exited).code).toBe(0);
   });
 });
+
+describe("a classic member on @platformatic/kafka while the group switches to KIP-848", () => {
+  it("keeps consuming its partitions once a KIP-848 member joins (its committed offsets read without a member id); the ledger equals the model", async () => {
+    const { admin, db } = stack;
+    const topic = uniqueName("kip848-switch");
+    const group = uniqueName("g");
+    await admin.createTopic(topic, 4);
+    const stream = generateLedgerStream({ count: 600, duplicateRate: 0.05, seed: 84 });
+    const members: CliProcess[] = [];
+    onTestFinished(async () => {
+      for (const m of members) m.kill();
+      await Promise.all(members.map((m) => m.exited));
+    });
+    const platformatic = await PlatformaticAdmin.connect(await import("@platformatic/kafka"), {
+      brokers: BROKERS,
+      clientId: "replayable-test",
+    });
+    onTestFinished(() => platformatic.close());
+
+    const a = startCli(runArgs(db.url, topic, group), {
+      KAFKA_CLIENT: "platformatic",
+      KAFKA_GROUP_PROTOCOL: "classic",
+    });
+    members.push(a);
+    await produceRecords(testKafka(), topic, stream.records.slice(0, 300));
+    await waitForCaughtUp(admin, group, topic);
+    const b = startCli(runArgs(db.url, topic, group), {
+      KAFKA_CLIENT: "platformatic",
+      KAFKA_GROUP_PROTOCOL: "consumer",
+    });
+    members.push(b);
+    // The group becomes a consumer group holding A as a classic member: A joins again (a classic
+    // rebalance) and gives partitions up, which B then gets.
+    const gotPartitions = (m: CliProcess) =>
+      m
+        .stderr()
+        .split("\n")
+        .filter((l) => l.includes('"msg":"joined consumer group"') && /"assignment":\{"[^"]+":\[\d/.test(l));
+    await waitFor("B to get partitions", () => (gotPartitions(b).length > 0 ? true : undefined));
+    await waitFor("A to join again", () => (gotPartitions(a).length > 1 ? true : undefined));
+    await produceRecords(testKafka(), topic, stream.records.slice(300));
+    await waitForCaughtUp(admin, group, topic);
+
+    expect(a.stderr()).not.toContain("reading the committed offsets failed");
+    expect(await ledgerChecksumOf(db.pool)).toBe(stream.checksum);
+    expect(await eventIdCount(db.pool)).toBe(stream.events);
+    for (const m of [a, b]) m.child.kill("SIGTERM");
+    expect((await a.exited).code).toBe(0);
+    expect((await b.exited).code).toBe(0);
+  });
+});
