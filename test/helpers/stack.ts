@@ -10,6 +10,7 @@ import { migrate } from "../../src/db/migrate.js";
 import { exampleProjections } from "../../src/projections/registry.js";
 import { KafkaAdmin } from "../../src/kafka/admin.js";
 import { createKafka } from "../../src/kafka/client.js";
+import { PlatformaticAdmin } from "../../src/kafka/platformatic/platformaticAdmin.js";
 import { createLogger } from "../../src/logger.js";
 
 /** Brokers of the local stack. */
@@ -92,6 +93,14 @@ export function testKafka() {
 /** Connects an admin client; close it in afterAll. */
 export async function testAdmin(): Promise<KafkaAdmin> {
   return KafkaAdmin.connect(testKafka());
+}
+
+/** Connects an admin client over @platformatic/kafka (needs Node.js 22.22+ or 24.6+); close it. */
+export async function testPlatformaticAdmin(): Promise<PlatformaticAdmin> {
+  return PlatformaticAdmin.connect(await import("@platformatic/kafka"), {
+    brokers: BROKERS,
+    clientId: "replayable-test",
+  });
 }
 
 /**

@@ -7,13 +7,19 @@
  * the end of its membership, give its partitions up and join again.
  */
 import { describe, expect, it, onTestFinished } from "vitest";
-import { PlatformaticAdmin } from "../../../src/kafka/platformatic/platformaticAdmin.js";
 import { produceRecords } from "../../../src/kafka/producer.js";
 import { generateLedgerStream } from "../../../src/projections/ledger/generate.js";
 import { eventIdCount, ledgerChecksumOf } from "../../helpers/ledger.js";
 import { startCli, type CliProcess } from "../../helpers/process.js";
 import { runArgs } from "../../helpers/replay.js";
-import { BROKERS, testKafka, uniqueName, useStack, waitFor, waitForCaughtUp } from "../../helpers/stack.js";
+import {
+  testKafka,
+  testPlatformaticAdmin,
+  uniqueName,
+  useStack,
+  waitFor,
+  waitForCaughtUp,
+} from "../../helpers/stack.js";
 
 const stack = useStack();
 
@@ -33,10 +39,7 @@ describe("a KIP-848 member beside a classic one", () => {
       }
       await Promise.all(members.map((m) => m.exited));
     });
-    const platformatic = await PlatformaticAdmin.connect(await import("@platformatic/kafka"), {
-      brokers: BROKERS,
-      clientId: "replayable-test",
-    });
+    const platformatic = await testPlatformaticAdmin();
     onTestFinished(() => platformatic.close());
     const membersOfGroup = async () => (await platformatic.describeGroup(group)).members.length;
 
@@ -93,10 +96,7 @@ describe("a classic member on @platformatic/kafka while the group switches to KI
       for (const m of members) m.kill();
       await Promise.all(members.map((m) => m.exited));
     });
-    const platformatic = await PlatformaticAdmin.connect(await import("@platformatic/kafka"), {
-      brokers: BROKERS,
-      clientId: "replayable-test",
-    });
+    const platformatic = await testPlatformaticAdmin();
     onTestFinished(() => platformatic.close());
 
     const a = startCli(runArgs(db.url, topic, group), {

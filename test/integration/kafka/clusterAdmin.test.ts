@@ -6,17 +6,12 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { KafkaAdmin, type ClusterAdmin } from "../../../src/kafka/admin.js";
-import { PlatformaticAdmin } from "../../../src/kafka/platformatic/platformaticAdmin.js";
 import { produceRecords } from "../../../src/kafka/producer.js";
-import { BROKERS, testKafka, uniqueName, waitFor } from "../../helpers/stack.js";
+import { testKafka, testPlatformaticAdmin, uniqueName, waitFor } from "../../helpers/stack.js";
 
 const clients: Record<string, () => Promise<ClusterAdmin>> = {
   kafkajs: () => KafkaAdmin.connect(testKafka()),
-  platformatic: async () =>
-    PlatformaticAdmin.connect(await import("@platformatic/kafka"), {
-      brokers: BROKERS,
-      clientId: "replayable-test",
-    }),
+  platformatic: async () => testPlatformaticAdmin(),
 };
 
 describe.each(Object.keys(clients))("ClusterAdmin over %s", (client) => {

@@ -7,11 +7,16 @@
  */
 import { describe, expect, it } from "vitest";
 import { KafkaAdmin } from "../../../src/kafka/admin.js";
-import { PlatformaticAdmin } from "../../../src/kafka/platformatic/platformaticAdmin.js";
 import { eventIdCount, ledgerChecksumOf, produceLedger } from "../../helpers/ledger.js";
 import { runCli, startCli } from "../../helpers/process.js";
 import { committedOf, runArgs } from "../../helpers/replay.js";
-import { BROKERS, testKafka, uniqueName, useStack, waitForCaughtUp } from "../../helpers/stack.js";
+import {
+  testKafka,
+  testPlatformaticAdmin,
+  uniqueName,
+  useStack,
+  waitForCaughtUp,
+} from "../../helpers/stack.js";
 
 const stack = useStack();
 
@@ -30,10 +35,7 @@ describe("a consumer group of KIP-848's protocol", () => {
       await waitForCaughtUp(stack.admin, group, topic);
       const before = await committedOf(stack.admin, group, topic);
 
-      const platformatic = await PlatformaticAdmin.connect(await import("@platformatic/kafka"), {
-        brokers: BROKERS,
-        clientId: "replayable-test",
-      });
+      const platformatic = await testPlatformaticAdmin();
       try {
         const described = await platformatic.describeGroup(group);
         expect(described.state).toBe("Stable");
