@@ -1,6 +1,5 @@
 /** Cluster-side reads and writes over the KafkaJS admin client: topics, offsets, group members. */
 import kafkajs, { type Admin, type Kafka } from "kafkajs";
-import { ReplayableError } from "../errors.js";
 import { committedOffsetOrNone } from "../offsets.js";
 import { missingTopicsError } from "./missingTopicsError.js";
 
@@ -203,23 +202,14 @@ export class KafkaAdmin {
   }
 
   /**
-   * The group's current members (empty when the group is inactive) and its state.
-   * @throws ReplayableError CONFIG_INVALID when the group runs KIP-848's consumer group protocol:
-   *   DescribeGroups reports such a group as Dead and KafkaJS has no ConsumerGroupDescribe, so its
-   *   members cannot be seen (the group is listed by ListGroups, a Dead classic group is not).
+   * The group's current members (empty when the group is inactive) and its state. A group of
+   * KIP-848's consumer protocol is reported as Dead with no members: DescribeGroups answers so and
+   * KafkaJS has no ConsumerGroupDescribe (PlatformaticAdmin asks it).
    */
   async describeGroup(groupId: string): Promise<{ state: string; members: GroupMember[] }> {
     const { groups } = await this.admin.describeGroups([groupId]);
     const group = groups[0];
-    if (group === undefined || group.state === "Dead") {
-      const { groups: listed } = await this.admin.listGroups();
-      if (listed.some((g) => g.groupId === groupId))
-        throw new ReplayableError(
-          "CONFIG_INVALID",
-          `consumer group ${groupId} runs the consumer group protocol (KIP-848), whose members KafkaJS cannot see: set KAFKA_CLIENT=platformatic (as the group's members do) and run the command again`,
-        );
-      return { state: "Dead", members: [] };
-    }
+    if (group === undefined) return { state: "Dead", members: [] };
     return {
       state: group.state,
       members: group.members.map((m) => ({
