@@ -14,6 +14,7 @@ import { randomUUID } from "node:crypto";
 import type { Consumer } from "@platformatic/kafka";
 import type { Logger } from "pino";
 import { backoffDelayMs } from "../../support/backoff.js";
+import { groupCoordinatorApi } from "./generationCommits.js";
 import type { PlatformaticKafka } from "./loadClient.js";
 
 /** A member's assignment: topic name → partitions. */
@@ -65,12 +66,6 @@ type HeartbeatResponse = {
   heartbeatIntervalMs: number;
   assignment: { topicPartitions: { topicId: string; partitions: number[] }[] } | null;
 };
-
-function call<T>(fn: (callback: (error: Error | null | undefined, result?: T) => void) => void): Promise<T> {
-  return new Promise((resolve, reject) => {
-    fn((error, result) => (error ? reject(error) : resolve(result as T)));
-  });
-}
 
 /** A canonical text of an assignment by topic id, to compare two. */
 function keyOf(topicPartitions: readonly { topicId: string; partitions: readonly number[] }[]): string {
@@ -130,17 +125,11 @@ export class ConsumerGroupMember {
     owned: { topicId: string; partitions: number[] }[],
   ): Promise<HeartbeatResponse> {
     const { lib, consumer } = this.options;
-    const coordinatorId = await consumer.findGroupCoordinator();
-    const metadata = await consumer.metadata({ topics: [...this.options.topics] });
-    const broker = metadata.brokers.get(coordinatorId);
-    if (broker === undefined)
-      throw new Error(`the group coordinator ${coordinatorId} is not in the metadata`);
-    const connection = await call<Parameters<Parameters<Consumer[typeof lib.kGetConnection]>[1]>[1]>((cb) =>
-      consumer[lib.kGetConnection](broker, cb),
-    );
-    type Api = { async: (...args: unknown[]) => Promise<unknown> };
-    const api = await call<Api>((cb) =>
-      consumer[lib.kGetApi]("ConsumerGroupHeartbeat", cb as Parameters<Consumer[typeof lib.kGetApi]>[1]),
+    const { connection, api } = await groupCoordinatorApi(
+      lib,
+      consumer,
+      "ConsumerGroupHeartbeat",
+      this.options.topics,
     );
     return (await api.async(
       connection,
@@ -200,24 +189,30 @@ export class ConsumerGroupMember {
         return;
       }
       if (FENCED.some(id)) {
-        // A member that had joined joins again at once; one refused while joining (epoch 0: a
-        // classic group the broker will not convert) backs off, as any other failure.
-        const joined = this.memberEpoch > 0;
-        const delayMs = joined ? 0 : backoffDelayMs(this.failures++, 500, 5000);
-        log.warn(
-          { err: error, memberEpoch: this.memberEpoch, retryInMs: delayMs },
-          "fenced from the consumer group; joining again",
-        );
-        this.memberEpoch = 0;
-        this.owned = [];
-        this.ownedKey = undefined;
-        events.lost(error);
-        this.schedule(delayMs);
+        this.rejoin(error);
         return;
       }
       const delayMs = Math.min(this.intervalMs, backoffDelayMs(this.failures++, 500, 5000));
       log.warn({ err: error, retryInMs: delayMs }, "consumer group heartbeat failed; retrying");
       this.schedule(delayMs);
     }
+  }
+
+  /** The membership ended (fenced, removed, the group gone): own nothing, join again with epoch 0. */
+  private rejoin(error: unknown): void {
+    const { events, log } = this.options;
+    // A member that had joined joins again at once; one refused while joining (epoch 0: a
+    // classic group the broker will not convert) backs off, as any other failure.
+    const joined = this.memberEpoch > 0;
+    const delayMs = joined ? 0 : backoffDelayMs(this.failures++, 500, 5000);
+    log.warn(
+      { err: error, memberEpoch: this.memberEpoch, retryInMs: delayMs },
+      "fenced from the consumer group; joining again",
+    );
+    this.memberEpoch = 0;
+    this.owned = [];
+    this.ownedKey = undefined;
+    events.lost(error);
+    this.schedule(delayMs);
   }
 }

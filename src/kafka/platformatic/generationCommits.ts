@@ -53,6 +53,34 @@ function call<T>(fn: (callback: (error: Error | null | undefined, result?: T) =>
   });
 }
 
+/** One of the library's protocol APIs at the version it chose for the broker. */
+export type GroupApi = { version: number; async: (...args: unknown[]) => Promise<unknown> };
+
+/**
+ * The consumer's connection to its group coordinator (found by the library, its address from the
+ * metadata of `topics`) and the library's implementation of API `name` for it: what a group request
+ * the library does not send as replayable needs it is sent over.
+ * @throws the client's error when no coordinator or connection is found, or the API is unsupported.
+ */
+export async function groupCoordinatorApi(
+  lib: PlatformaticKafka,
+  consumer: Consumer,
+  name: string,
+  topics: readonly string[],
+): Promise<{ connection: Parameters<Parameters<Consumer[typeof lib.kGetConnection]>[1]>[1]; api: GroupApi }> {
+  const coordinatorId = await consumer.findGroupCoordinator();
+  const metadata = await consumer.metadata({ topics: [...topics] });
+  const broker = metadata.brokers.get(coordinatorId);
+  if (broker === undefined) throw new Error(`the group coordinator ${coordinatorId} is not in the metadata`);
+  const connection = await call<Parameters<Parameters<Consumer[typeof lib.kGetConnection]>[1]>[1]>((cb) =>
+    consumer[lib.kGetConnection](broker, cb),
+  );
+  const api = await call<GroupApi>((cb) =>
+    consumer[lib.kGetApi](name, cb as Parameters<Consumer[typeof lib.kGetApi]>[1]),
+  );
+  return { connection, api };
+}
+
 /**
  * Sends offset commits for `consumer`'s group with the generation id and member id given, over
  * the consumer's connection to the group coordinator (found by the library; its cache is dropped
@@ -64,17 +92,11 @@ export function generationCommitter(lib: PlatformaticKafka, consumer: Consumer):
   return {
     async commitOffsetsOfGeneration({ generationId, memberId, topics }) {
       try {
-        const coordinatorId = await consumer.findGroupCoordinator();
-        const metadata = await consumer.metadata({ topics: topics.map((t) => t.topic) });
-        const broker = metadata.brokers.get(coordinatorId);
-        if (broker === undefined)
-          throw new Error(`the group coordinator ${coordinatorId} is not in the metadata`);
-        const connection = await call<Parameters<Parameters<Consumer[typeof lib.kGetConnection]>[1]>[1]>(
-          (cb) => consumer[lib.kGetConnection](broker, cb),
-        );
-        type CommitApi = ((...args: unknown[]) => void) & { async: (...args: unknown[]) => Promise<unknown> };
-        const api = await call<CommitApi>((cb) =>
-          consumer[lib.kGetApi]("OffsetCommit", cb as Parameters<Consumer[typeof lib.kGetApi]>[1]),
+        const { connection, api } = await groupCoordinatorApi(
+          lib,
+          consumer,
+          "OffsetCommit",
+          topics.map((t) => t.topic),
         );
         await api.async(
           connection,
@@ -122,16 +144,11 @@ export async function committedOffsetsWithoutMember(
   consumer: Consumer,
   topics: readonly { topic: string; partitions: readonly number[] }[],
 ): Promise<CommittedOffsets> {
-  const coordinatorId = await consumer.findGroupCoordinator();
-  const metadata = await consumer.metadata({ topics: topics.map((t) => t.topic) });
-  const broker = metadata.brokers.get(coordinatorId);
-  if (broker === undefined) throw new Error(`the group coordinator ${coordinatorId} is not in the metadata`);
-  const connection = await call<Parameters<Parameters<Consumer[typeof lib.kGetConnection]>[1]>[1]>((cb) =>
-    consumer[lib.kGetConnection](broker, cb),
-  );
-  type FetchApi = { version: number; async: (...args: unknown[]) => Promise<unknown> };
-  const api = await call<FetchApi>((cb) =>
-    consumer[lib.kGetApi]("OffsetFetch", cb as Parameters<Consumer[typeof lib.kGetApi]>[1]),
+  const { connection, api } = await groupCoordinatorApi(
+    lib,
+    consumer,
+    "OffsetFetch",
+    topics.map((t) => t.topic),
   );
   const requested = topics.map(({ topic, partitions }) => ({
     name: topic,

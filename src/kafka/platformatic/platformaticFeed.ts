@@ -457,6 +457,20 @@ export class PlatformaticFeed implements Feed {
     });
   }
 
+  /**
+   * The group's committed offsets of `topics`, by the library's OffsetFetch; refused with
+   * ILLEGAL_GENERATION (a classic member in a consumer group: a switch to KIP-848 under way, and the
+   * library sends the member's id), read again without a member id, which the broker does not check.
+   */
+  private async committedOffsets(topics: { topic: string; partitions: number[] }[]) {
+    const consumer = this.consumer!;
+    const lib = this.lib!;
+    return consumer.listCommittedOffsets({ topics }).catch((error: unknown) => {
+      if (lib.findErrorBy(error as Error, "apiId", "ILLEGAL_GENERATION") === null) throw error;
+      return committedOffsetsWithoutMember(lib, consumer, topics);
+    });
+  }
+
   /** Stops the current generation's fetching: batches of fetches in flight are dropped. */
   private endFetching(): void {
     if (this.current !== undefined) this.current.active = false;
@@ -475,13 +489,9 @@ export class PlatformaticFeed implements Feed {
     if (byTopic.size === 0) return;
     for (let attempt = 0; state.active && !this.stopRequested; attempt++) {
       try {
-        const topics = [...byTopic].map(([topic, partitions]) => ({ topic, partitions }));
-        const committed = await consumer.listCommittedOffsets({ topics }).catch((error: unknown) => {
-          // A classic member in a consumer group (a switch to KIP-848 under way): the library's
-          // OffsetFetch with its member id is refused; one without a member is not.
-          if (lib.findErrorBy(error as Error, "apiId", "ILLEGAL_GENERATION") === null) throw error;
-          return committedOffsetsWithoutMember(lib, consumer, topics);
-        });
+        const committed = await this.committedOffsets(
+          [...byTopic].map(([topic, partitions]) => ({ topic, partitions })),
+        );
         const missing = new Map<string, number[]>();
         for (const p of state.partitions.values()) {
           const offset = committed.get(p.topic)?.[p.partition];
