@@ -40,7 +40,13 @@ const PLATFORMATIC_FILES = [
   "transientFaults",
 ].map((name) => `test/integration/engine/${name}.test.ts`);
 
-/** Of those, the files that run a third time with the KIP-848 consumer group protocol. */
+/**
+ * Of those, the files that run a third time with the KIP-848 consumer group protocol: the ones
+ * whose paths differ between the protocols (joining, leaving, eviction by the session timeout,
+ * commits across a membership change, a stop while joining). Every file above passes with KIP-848
+ * (`KAFKA_GROUP_PROTOCOL=consumer npx vitest run --project platformatic`); the rest are left out
+ * for CI time (issue 30).
+ */
 const KIP848_FILES = [
   "absorbWaitingBatches",
   "crashRecovery",
@@ -50,6 +56,8 @@ const KIP848_FILES = [
   "prefetch",
   "recreatedTopic",
   "replayFastPath",
+  "slowTransaction",
+  "stopWhileJoining",
 ].map((name) => `test/integration/engine/${name}.test.ts`);
 
 /** The `integration` project's options, shared by its runs on the second client. */
@@ -116,7 +124,7 @@ const SECURITY = {
 /**
  * The projects: `unit` (pure logic, no services), `integration` (real Kafka with one broker and
  * PostgreSQL; `platformatic`, `platformatic-kip848`, `security-platformatic`, `cluster-platformatic`,
- * `cluster-platformatic-kip848` and `faults-platformatic` run
+ * `cluster-platformatic-kip848`, `faults-platformatic` and `faults-platformatic-kip848` run
  * files of these projects again on the second Kafka client), `cluster` (real PostgreSQL and a local three-broker Kafka cluster, for leader
  * changes and broker faults; see test/helpers/cluster.ts) and `security` (real PostgreSQL and one
  * secured broker the run starts itself: TLS, SASL, ACLs; see test/helpers/secureKafka.ts) and
@@ -191,6 +199,18 @@ export default defineConfig({
           name: "faults-platformatic",
           ...FAULTS,
           env: { ...FAULTS.env, KAFKA_CLIENT: "platformatic" },
+        },
+      },
+      {
+        test: {
+          name: "faults-platformatic-kip848",
+          ...FAULTS,
+          // The faults whose recovery runs through the group protocol: a coordinator silent
+          // towards one member, a broker silent while its leaders move. The whole project passes
+          // with KIP-848 (`KAFKA_GROUP_PROTOCOL=consumer npx vitest run --project
+          // faults-platformatic`); the rest are left out for CI time (issue 30).
+          include: ["coordinatorZombie", "brokerSilent"].map((name) => `test/faults/${name}.test.ts`),
+          env: { ...FAULTS.env, KAFKA_CLIENT: "platformatic", KAFKA_GROUP_PROTOCOL: "consumer" },
         },
       },
     ],

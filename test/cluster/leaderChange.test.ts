@@ -17,7 +17,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { loadConfig } from "../../src/config.js";
 import { ConsumerService, type BatchCommitted } from "../../src/engine/consumerService.js";
-import { KafkaAdmin, type PartitionOffsets } from "../../src/kafka/admin.js";
+import type { ClusterAdmin, PartitionOffsets } from "../../src/kafka/admin.js";
 import { produceRecords } from "../../src/kafka/producer.js";
 import { createLogger } from "../../src/logger.js";
 import { ledgerProjection } from "../../src/projections/ledger/ledgerProjection.js";
@@ -36,7 +36,7 @@ import {
 } from "../helpers/cluster.js";
 import { metricOf } from "../helpers/inProcess.js";
 import { eventIdCount, ledgerChecksumOf } from "../helpers/ledger.js";
-import { BROKERS, uniqueName, useStack, waitFor, waitForCaughtUp } from "../helpers/stack.js";
+import { BROKERS, testAdmin, uniqueName, useStack, waitFor, waitForCaughtUp } from "../helpers/stack.js";
 
 const stack = useStack();
 const RECORDS = 50_000;
@@ -52,9 +52,9 @@ const NOTICED = 500;
 /** The pace while a reassignment runs, ms per transaction: the stream must outlast the move. */
 const SLOW_PACE_MS = 3000;
 
-let admin: KafkaAdmin;
+let admin: ClusterAdmin;
 beforeAll(async () => {
-  admin = await KafkaAdmin.connect(quietKafka());
+  admin = await testAdmin();
 });
 afterAll(async () => {
   await admin.close();

@@ -25,7 +25,7 @@ import {
   FAULT_PROXY_PORT,
 } from "./faultClusterPorts.js";
 import { quietKafka, topicState } from "./cluster.js";
-import type { KafkaAdmin } from "../../src/kafka/admin.js";
+import type { ClusterAdmin } from "../../src/kafka/admin.js";
 import { ADMIN_DATABASE_URL, BROKERS, waitFor } from "./stack.js";
 
 export { FaultProxy, type ConnectionInfo, type FaultMode } from "./faultProxy.js";
@@ -252,7 +252,7 @@ export function lastAssignment(stderr: string, topic: string): number[] | undefi
  * @returns each process's partitions, in the order given.
  */
 export async function waitForStableGroup(
-  admin: KafkaAdmin,
+  admin: ClusterAdmin,
   group: string,
   topic: string,
   partitions: number,

@@ -5,7 +5,7 @@ import { ConsumerService } from "../../src/engine/consumerService.js";
 import { createLogger } from "../../src/logger.js";
 import type { Metrics } from "../../src/metrics/metrics.js";
 import type { Projection } from "../../src/projection.js";
-import type { KafkaAdmin } from "../../src/kafka/admin.js";
+import type { ClusterAdmin } from "../../src/kafka/admin.js";
 import { sumMetric } from "./process.js";
 import { BROKERS, waitForCaughtUp, TEST_CLIENT_ENV } from "./stack.js";
 
@@ -14,7 +14,7 @@ import { BROKERS, waitForCaughtUp, TEST_CLIENT_ENV } from "./stack.js";
  * the high watermark of every partition, then stops it gracefully and returns its metrics.
  */
 export async function runUntilCaughtUp(
-  admin: KafkaAdmin,
+  admin: ClusterAdmin,
   options: {
     projection: Projection<unknown>;
     databaseUrl: string;

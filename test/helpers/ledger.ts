@@ -4,12 +4,12 @@ import { produceRecords } from "../../src/kafka/producer.js";
 import { ledgerChecksum, readLedgerState } from "../../src/projections/ledger/checksum.js";
 import { generateLedgerStream, type LedgerStream } from "../../src/projections/ledger/generate.js";
 import { drizzleOf } from "../../src/db/pool.js";
-import type { KafkaAdmin } from "../../src/kafka/admin.js";
+import type { ClusterAdmin } from "../../src/kafka/admin.js";
 import { testKafka } from "./stack.js";
 
 /** Creates `topic` with `partitions` partitions and produces a seeded ledger stream to it. */
 export async function produceLedger(
-  admin: KafkaAdmin,
+  admin: ClusterAdmin,
   topic: string,
   options: { count: number; duplicateRate?: number; seed?: number; partitions?: number; idPrefix?: string },
 ): Promise<LedgerStream> {

@@ -3,7 +3,7 @@
  * from the records produced (a Jepsen-style checker), never with the member's own counters.
  */
 import { expect } from "vitest";
-import type { KafkaAdmin } from "../../src/kafka/admin.js";
+import type { ClusterAdmin } from "../../src/kafka/admin.js";
 import type { LedgerStream } from "../../src/projections/ledger/generate.js";
 import { eventIdCount, ledgerChecksumOf } from "./ledger.js";
 import type { TestDatabase } from "./stack.js";
@@ -13,7 +13,11 @@ import type { TestDatabase } from "./stack.js";
  * (`partition 2: 100..180`): with a stream of no re-sent events, every offset carries an event id
  * of its own, and `replayable.processed_events` records the offset where each id was applied.
  */
-export async function unappliedRanges(db: TestDatabase, admin: KafkaAdmin, topic: string): Promise<string[]> {
+export async function unappliedRanges(
+  db: TestDatabase,
+  admin: ClusterAdmin,
+  topic: string,
+): Promise<string[]> {
   const ends = await admin.topicOffsets(topic);
   const r = await db.pool.query<{ partition: number; first: string; last: string }>(
     `SELECT partition, min(o)::text AS first, max(o)::text AS last FROM (
@@ -36,7 +40,7 @@ export async function unappliedRanges(db: TestDatabase, admin: KafkaAdmin, topic
  */
 export async function expectLedgerModel(
   db: TestDatabase,
-  admin: KafkaAdmin,
+  admin: ClusterAdmin,
   topic: string,
   group: string,
   stream: LedgerStream,

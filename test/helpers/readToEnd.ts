@@ -1,6 +1,6 @@
 /** Reading a topic's partition to its end with a raw KafkaJS consumer, whatever gaps its offsets have. */
 import { onTestFinished } from "vitest";
-import type { KafkaAdmin } from "../../src/kafka/admin.js";
+import type { ClusterAdmin } from "../../src/kafka/admin.js";
 import { testKafka, uniqueName, waitFor } from "./stack.js";
 
 /** A record as the raw consumer delivered it. */
@@ -64,7 +64,7 @@ export async function readToEnd(
 }
 
 /** The high watermark of partition `partition` of `topic` now. @throws Error when the partition does not exist. */
-export async function highWatermarkOf(admin: KafkaAdmin, topic: string, partition = 0): Promise<string> {
+export async function highWatermarkOf(admin: ClusterAdmin, topic: string, partition = 0): Promise<string> {
   const found = (await admin.topicOffsets(topic)).find((o) => o.partition === partition);
   if (found === undefined) throw new Error(`${topic} has no partition ${partition}`);
   return found.highWatermark;

@@ -1,6 +1,6 @@
 /** Helpers for the replay, rebuild and prune tests: run a member until it has read what we expect. */
 import { expect } from "vitest";
-import type { KafkaAdmin } from "../../src/kafka/admin.js";
+import type { ClusterAdmin } from "../../src/kafka/admin.js";
 import { ledgerChecksum, type LedgerState } from "../../src/projections/ledger/checksum.js";
 import type { LedgerStream } from "../../src/projections/ledger/generate.js";
 import { runCli, scrapeMetric, startCli } from "./process.js";
@@ -48,7 +48,7 @@ export interface RunCounts {
  * (expecting exit 0) and returns its counts.
  */
 export async function runUntilRead(
-  admin: KafkaAdmin,
+  admin: ClusterAdmin,
   databaseUrl: string,
   topic: string,
   group: string,
@@ -86,7 +86,7 @@ export async function cliJson<T = Record<string, unknown>>(args: readonly string
 
 /** The group's committed offsets of `topic`, partition → offset. */
 export async function committedOf(
-  admin: KafkaAdmin,
+  admin: ClusterAdmin,
   group: string,
   topic: string,
 ): Promise<Record<number, string>> {

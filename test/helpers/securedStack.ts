@@ -5,7 +5,7 @@
  * test says exactly which ACLs its commands run with.
  */
 import { onTestFinished } from "vitest";
-import type { KafkaAdmin } from "../../src/kafka/admin.js";
+import type { ClusterAdmin } from "../../src/kafka/admin.js";
 import { produceRecords, type ProducerRecord } from "../../src/kafka/producer.js";
 import { adminKafka, secureAdmin } from "./secureKafka.js";
 import { createTestDatabase, uniqueName, type TestDatabase } from "./stack.js";
@@ -13,7 +13,7 @@ import { createTestDatabase, uniqueName, type TestDatabase } from "./stack.js";
 /** What {@link securedStack} gives a test. */
 export interface SecuredStack {
   /** The super user `admin`'s admin client over SASL_SSL, closed when the test finishes. */
-  readonly admin: KafkaAdmin;
+  readonly admin: ClusterAdmin;
   /** A database migrated with the example projections (`ledger`, …), dropped when the test finishes. */
   readonly db: TestDatabase;
   /** The test's topic, `<prefix>_…`, already created. */

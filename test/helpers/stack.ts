@@ -8,7 +8,7 @@ import pg from "pg";
 import { createPool } from "../../src/db/pool.js";
 import { migrate } from "../../src/db/migrate.js";
 import { exampleProjections } from "../../src/projections/registry.js";
-import { KafkaAdmin } from "../../src/kafka/admin.js";
+import { KafkaAdmin, type ClusterAdmin } from "../../src/kafka/admin.js";
 import { createKafka } from "../../src/kafka/client.js";
 import { PlatformaticAdmin } from "../../src/kafka/platformatic/platformaticAdmin.js";
 import { createLogger } from "../../src/logger.js";
@@ -85,20 +85,29 @@ export async function liveVersionGroup(db: TestDatabase, projection: string): Pr
   return group;
 }
 
-/** A KafkaJS client and admin for tests (logs only errors). */
-export function testKafka() {
-  return createKafka({ brokers: BROKERS, clientId: "replayable-test", log: createLogger("error") });
+/** A KafkaJS client and admin for tests (logs only errors); `brokers` defaults to {@link BROKERS}. */
+export function testKafka(brokers: readonly string[] = BROKERS) {
+  return createKafka({ brokers: [...brokers], clientId: "replayable-test", log: createLogger("error") });
 }
 
-/** Connects an admin client; close it in afterAll. */
-export async function testAdmin(): Promise<KafkaAdmin> {
-  return KafkaAdmin.connect(testKafka());
+/**
+ * Connects an admin client over the Kafka client under test (TEST_CLIENT_ENV's KAFKA_CLIENT), so
+ * the tests see a group as the members' client does: KafkaJS's DescribeGroups reports a KIP-848
+ * group as Dead with no members, @platformatic/kafka's admin asks ConsumerGroupDescribe. Close it
+ * in afterAll. `brokers` defaults to {@link BROKERS}.
+ */
+export async function testAdmin(brokers: readonly string[] = BROKERS): Promise<ClusterAdmin> {
+  return TEST_CLIENT_ENV.KAFKA_CLIENT === "platformatic"
+    ? testPlatformaticAdmin(brokers)
+    : KafkaAdmin.connect(testKafka(brokers));
 }
 
 /** Connects an admin client over @platformatic/kafka (needs Node.js 22.22+ or 24.6+); close it. */
-export async function testPlatformaticAdmin(): Promise<PlatformaticAdmin> {
+export async function testPlatformaticAdmin(
+  brokers: readonly string[] = BROKERS,
+): Promise<PlatformaticAdmin> {
   return PlatformaticAdmin.connect(await import("@platformatic/kafka"), {
-    brokers: BROKERS,
+    brokers: [...brokers],
     clientId: "replayable-test",
   });
 }
@@ -133,7 +142,7 @@ export async function waitFor<T>(
 
 /** Waits until the group's committed offset equals the high watermark on every partition of `topic`. */
 export async function waitForCaughtUp(
-  admin: KafkaAdmin,
+  admin: ClusterAdmin,
   groupId: string,
   topic: string,
   timeoutMs = 90_000,
@@ -156,7 +165,7 @@ export async function waitForCaughtUp(
 
 /** What {@link useStack} gives a test file: its admin client and the current test's database. */
 export interface Stack {
-  readonly admin: KafkaAdmin;
+  readonly admin: ClusterAdmin;
   readonly db: TestDatabase;
 }
 
@@ -165,7 +174,7 @@ export interface Stack {
  * fresh, migrated database for each test (dropped when the test finishes).
  */
 export function useStack(): Stack {
-  let admin: KafkaAdmin | undefined;
+  let admin: ClusterAdmin | undefined;
   let db: TestDatabase | undefined;
   beforeAll(async () => {
     admin = await testAdmin();

@@ -5,7 +5,7 @@
  * member, wait for a version to catch up, stop a member, read the versions' states).
  */
 import { expect, onTestFinished } from "vitest";
-import type { KafkaAdmin } from "../../src/kafka/admin.js";
+import type { ClusterAdmin } from "../../src/kafka/admin.js";
 import { produceRecords } from "../../src/kafka/producer.js";
 import { runCli, startCliInTest, type CliProcess } from "./process.js";
 import {
@@ -113,7 +113,7 @@ export async function versionedProject(
  * const shadow = bg.run(["--version", "2"]);
  */
 export async function versionedStack(
-  admin: KafkaAdmin,
+  admin: ClusterAdmin,
   prefix: string,
   count: number,
   env: Record<string, string> = {},

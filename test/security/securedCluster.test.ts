@@ -14,7 +14,7 @@ import { runArgs } from "../helpers/replay.js";
 import { clientCertificate, grant, passwordOf, saslEnv, sslEnv } from "../helpers/secureKafka.js";
 import { securedStack } from "../helpers/securedStack.js";
 import { uniqueName, waitFor, waitForCaughtUp } from "../helpers/stack.js";
-import type { KafkaAdmin } from "../../src/kafka/admin.js";
+import type { ClusterAdmin } from "../../src/kafka/admin.js";
 
 /** A way to connect: the CLI's environment, the principal, and the secrets that must never show. */
 interface Transport {
@@ -145,7 +145,7 @@ async function stopAll(members: readonly CliProcess[], outputs: string[]): Promi
 
 /** One member run until it has read `records` records and caught up; its applied and duplicate counts. */
 async function runOnce(
-  admin: KafkaAdmin,
+  admin: ClusterAdmin,
   databaseUrl: string,
   topic: string,
   group: string,

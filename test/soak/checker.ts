@@ -28,7 +28,7 @@
 import type { Kafka } from "kafkajs";
 import type pg from "pg";
 import { randomBytes } from "node:crypto";
-import type { KafkaAdmin } from "../../src/kafka/admin.js";
+import type { ClusterAdmin } from "../../src/kafka/admin.js";
 
 /** One event as the log holds it, at its first occurrence. */
 export interface LogEvent {
@@ -66,7 +66,7 @@ export interface LedgerTables {
  */
 export async function readLog(
   kafka: Kafka,
-  admin: KafkaAdmin,
+  admin: ClusterAdmin,
   topic: string,
   timeoutMs = 180_000,
 ): Promise<LogContents> {

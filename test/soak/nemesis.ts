@@ -28,7 +28,7 @@
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { errorMessage } from "../../src/errors.js";
-import type { KafkaAdmin } from "../../src/kafka/admin.js";
+import type { ClusterAdmin } from "../../src/kafka/admin.js";
 import {
   CLUSTER_NODES,
   killBroker,
@@ -68,7 +68,7 @@ export interface NemesisContext {
   readonly random: SoakRandom;
   readonly history: History;
   readonly members: Members;
-  readonly admin: KafkaAdmin;
+  readonly admin: ClusterAdmin;
   readonly topic: string;
   readonly group: string;
   /** The members' session timeout (ms): how long a killed member stays in the group. */

@@ -21,13 +21,13 @@ import { randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
 import { errorMessage } from "../../src/errors.js";
-import { KafkaAdmin } from "../../src/kafka/admin.js";
+import type { ClusterAdmin } from "../../src/kafka/admin.js";
 import { createKafka } from "../../src/kafka/client.js";
 import { createLogger } from "../../src/logger.js";
 import { generateLedgerStream } from "../../src/projections/ledger/generate.js";
 import { ledgerChecksum } from "../../src/projections/ledger/checksum.js";
 import { createReplicatedTopic, ensureAllBrokersUp } from "../helpers/cluster.js";
-import { BROKERS, waitFor } from "../helpers/stack.js";
+import { BROKERS, testAdmin, waitFor } from "../helpers/stack.js";
 import { check, readDatabase, readLog, type CheckResult } from "./checker.js";
 import { LedgerProducer } from "./generator.js";
 import { History } from "./history.js";
@@ -132,7 +132,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
   await server.query(`CREATE DATABASE ${dbName}`);
   await server.end();
   const pool = new pg.Pool({ connectionString: databaseUrl, max: 2 });
-  const admin = await KafkaAdmin.connect(kafka);
+  const admin = await testAdmin(BROKERS);
   const network =
     options.proxies === undefined ? undefined : await startNetwork(databaseUrl, options.proxies);
   const memberDatabaseUrl = network?.databaseUrl ?? databaseUrl;
@@ -353,7 +353,7 @@ async function dropDatabase(serverUrl: string, name: string): Promise<void> {
 }
 
 async function deleteTopic(kafka: ReturnType<typeof createKafka>, topic: string): Promise<void> {
-  const admin = await KafkaAdmin.connect(kafka);
+  const admin = await testAdmin(BROKERS);
   await admin.deleteTopics([topic]).catch(() => undefined);
   await admin.close();
 }
@@ -371,7 +371,7 @@ class ProgressWatch {
   stalls = 0;
 
   constructor(
-    private readonly admin: KafkaAdmin,
+    private readonly admin: ClusterAdmin,
     private readonly topic: string,
     private readonly group: string,
     private readonly history: History,
@@ -417,7 +417,7 @@ class ProgressWatch {
  * @throws Error naming the lag per partition when `timeoutMs` passes.
  */
 async function waitForLagZero(
-  admin: KafkaAdmin,
+  admin: ClusterAdmin,
   topic: string,
   group: string,
   timeoutMs: number,
@@ -460,7 +460,7 @@ async function waitForLagZero(
 
 async function runCheck(
   kafka: ReturnType<typeof createKafka>,
-  admin: KafkaAdmin,
+  admin: ClusterAdmin,
   pool: pg.Pool,
   topic: string,
   acked: ReadonlySet<string>,

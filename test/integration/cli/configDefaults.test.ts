@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
-import type { KafkaAdmin } from "../../../src/kafka/admin.js";
+import type { ClusterAdmin } from "../../../src/kafka/admin.js";
 import { produceRecords } from "../../../src/kafka/producer.js";
 import { runCli } from "../../helpers/process.js";
 import { writeOneMigration } from "../../helpers/migrationFolder.js";
@@ -23,7 +23,7 @@ import {
   type TestDatabase,
 } from "../../helpers/stack.js";
 
-let admin: KafkaAdmin;
+let admin: ClusterAdmin;
 
 beforeAll(async () => {
   admin = await testAdmin();

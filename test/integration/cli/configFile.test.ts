@@ -9,7 +9,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
-import type { KafkaAdmin } from "../../../src/kafka/admin.js";
+import type { ClusterAdmin } from "../../../src/kafka/admin.js";
 import { produceRecords } from "../../../src/kafka/producer.js";
 import { runCli, scrapeMetric, startCliInTest } from "../../helpers/process.js";
 import {
@@ -24,7 +24,7 @@ import {
 } from "../../helpers/stack.js";
 import { writeOneMigration } from "../../helpers/migrationFolder.js";
 
-let admin: KafkaAdmin;
+let admin: ClusterAdmin;
 
 beforeAll(async () => {
   admin = await testAdmin();

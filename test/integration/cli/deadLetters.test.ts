@@ -3,7 +3,7 @@
  * against dead letters a real consumer wrote.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { KafkaAdmin } from "../../../src/kafka/admin.js";
+import type { ClusterAdmin } from "../../../src/kafka/admin.js";
 import { produceRecords } from "../../../src/kafka/producer.js";
 import { runCli, startCli } from "../../helpers/process.js";
 import {
@@ -16,7 +16,7 @@ import {
 } from "../../helpers/stack.js";
 
 let db: TestDatabase;
-let admin: KafkaAdmin;
+let admin: ClusterAdmin;
 let topic: string;
 const ids: Record<"notJson" | "tooLarge" | "binary" | "zero", string> = {
   notJson: "",

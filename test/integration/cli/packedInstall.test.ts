@@ -14,7 +14,7 @@ import { delimiter, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { KafkaAdmin } from "../../../src/kafka/admin.js";
+import type { ClusterAdmin } from "../../../src/kafka/admin.js";
 import { produceRecords, type ProducerRecord } from "../../../src/kafka/producer.js";
 import {
   runCli,
@@ -186,7 +186,7 @@ function writeProject(dir: string, databaseUrl: string): void {
 let project: string;
 let packed: PackResult;
 let db: TestDatabase;
-let admin: KafkaAdmin;
+let admin: ClusterAdmin;
 
 beforeAll(async () => {
   admin = await testAdmin();

@@ -7,12 +7,12 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
-import type { KafkaAdmin } from "../../../src/kafka/admin.js";
+import type { ClusterAdmin } from "../../../src/kafka/admin.js";
 import { readTopic } from "../../../src/kafka/readTopic.js";
 import { runCli } from "../../helpers/process.js";
 import { BROKERS, testAdmin, testKafka, uniqueName } from "../../helpers/stack.js";
 
-let admin: KafkaAdmin;
+let admin: ClusterAdmin;
 
 beforeAll(async () => {
   admin = await testAdmin();

@@ -5,13 +5,13 @@
  */
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
-import type { KafkaAdmin } from "../../../src/kafka/admin.js";
+import type { ClusterAdmin } from "../../../src/kafka/admin.js";
 import { produceLedger } from "../../helpers/ledger.js";
 import { startPrivatePostgres, type PrivatePostgres } from "../../helpers/privatePostgres.js";
 import { runCli, startCli } from "../../helpers/process.js";
 import { testAdmin, uniqueName, waitFor, waitForCaughtUp } from "../../helpers/stack.js";
 
-let admin: KafkaAdmin;
+let admin: ClusterAdmin;
 let server: PrivatePostgres;
 /** Distinctive, with characters a URL must percent-encode. */
 const password = `pw-${randomBytes(6).toString("hex")}/+!`;

@@ -10,14 +10,14 @@ import { readFileSync, writeFileSync } from "node:fs";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { connectionConfig, createPool } from "../../../src/db/pool.js";
-import type { KafkaAdmin } from "../../../src/kafka/admin.js";
+import type { ClusterAdmin } from "../../../src/kafka/admin.js";
 import { ledgerChecksumOf, produceLedger } from "../../helpers/ledger.js";
 import { startPrivatePostgres, type PrivatePostgres } from "../../helpers/privatePostgres.js";
 import { runCli, startCliInTest } from "../../helpers/process.js";
 import { testAdmin, uniqueName, waitForCaughtUp } from "../../helpers/stack.js";
 import { makeTestCa, type TestCa } from "../../helpers/testCertificates.js";
 
-let admin: KafkaAdmin;
+let admin: ClusterAdmin;
 let server: PrivatePostgres;
 let ca: TestCa;
 let otherCa: TestCa;

@@ -5,7 +5,7 @@
  */
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it, onTestFailed, onTestFinished } from "vitest";
-import { KafkaAdmin } from "../../../src/kafka/admin.js";
+import type { ClusterAdmin } from "../../../src/kafka/admin.js";
 import { createKafka } from "../../../src/kafka/client.js";
 import { produceRecords } from "../../../src/kafka/producer.js";
 import { createLogger } from "../../../src/logger.js";
@@ -32,7 +32,7 @@ const FAST = {
   REPLAYABLE_RETRY_MAX_MS: "2000",
 };
 
-let sharedAdmin: KafkaAdmin;
+let sharedAdmin: ClusterAdmin;
 
 beforeAll(async () => {
   sharedAdmin = await testAdmin();
@@ -141,7 +141,7 @@ describe("outages", () => {
     const db = await createTestDatabase();
     onTestFinished(() => db.drop());
     const kafka = createKafka({ brokers: [broker.brokers], clientId: "test", log: createLogger("error") });
-    const admin = await KafkaAdmin.connect(kafka);
+    const admin = await testAdmin([broker.brokers]);
     onTestFinished(() => admin.close().catch(() => undefined));
     const topic = uniqueName("kafka-outage");
     const group = uniqueName("g");

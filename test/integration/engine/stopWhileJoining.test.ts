@@ -3,13 +3,19 @@
  * The stop closed the connection of the pending JoinGroup; KafkaJS took that for a crash and
  * restarted the consumer after the stop, so the process hung until the shutdown timeout and
  * exited 1 (seen in `make demo` when the group caught up before the second member had joined).
+ * With KIP-848 groups (KAFKA_GROUP_PROTOCOL=consumer) there is no JoinGroup: B's first heartbeat
+ * gets it a target assignment that waits for A to give partitions up, and the group is Reconciling
+ * (KIP-848 "Group states") until A's batch ends; B is stopped in that state.
  */
 import { describe, expect, it } from "vitest";
 import { produceLedger } from "../../helpers/ledger.js";
 import { startCli, type CliProcess } from "../../helpers/process.js";
-import { uniqueName, waitFor, useStack } from "../../helpers/stack.js";
+import { TEST_CLIENT_ENV, uniqueName, waitFor, useStack } from "../../helpers/stack.js";
 
 const stack = useStack();
+/** The group's state while B waits for A: classic's JoinGroup, or KIP-848's reconciliation. */
+const REBALANCING =
+  TEST_CLIENT_ENV.KAFKA_GROUP_PROTOCOL === "consumer" ? "Reconciling" : "PreparingRebalance";
 
 describe("stopping a member", () => {
   it("SIGTERM while its JoinGroup waits for a rebalance: exits 0, the consumer is not restarted", async () => {
@@ -27,8 +33,8 @@ describe("stopping a member", () => {
       await a.waitForStderr("failpoint in-apply: sleep");
       b = startCli(args, env);
       await b.metricsPort();
-      await waitFor("B's JoinGroup to start a rebalance", async () =>
-        (await stack.admin.describeGroup(group)).state === "PreparingRebalance" ? true : undefined,
+      await waitFor(`B's join to put the group in ${REBALANCING}`, async () =>
+        (await stack.admin.describeGroup(group)).state === REBALANCING ? true : undefined,
       );
       b.child.kill("SIGTERM");
       expect(await b.exited).toEqual({ code: 0, signal: null });

@@ -3,7 +3,7 @@
  * a private PostgreSQL server of this test's own: the shared server stays up for the others.
  */
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
-import type { KafkaAdmin } from "../../../src/kafka/admin.js";
+import type { ClusterAdmin } from "../../../src/kafka/admin.js";
 import { produceRecords } from "../../../src/kafka/producer.js";
 import { generateLedgerStream } from "../../../src/projections/ledger/generate.js";
 import { produceLedger } from "../../helpers/ledger.js";
@@ -12,7 +12,7 @@ import { startCli } from "../../helpers/process.js";
 import { testAdmin, testKafka, uniqueName, waitFor, waitForCaughtUp } from "../../helpers/stack.js";
 import pg from "pg";
 
-let admin: KafkaAdmin;
+let admin: ClusterAdmin;
 let server: PrivatePostgres;
 
 beforeAll(async () => {

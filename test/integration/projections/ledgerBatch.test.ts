@@ -3,7 +3,7 @@
  * identical dead letters on the same stream, duplicates and bad records included.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { KafkaAdmin } from "../../../src/kafka/admin.js";
+import type { ClusterAdmin } from "../../../src/kafka/admin.js";
 import { produceRecords, type ProducerRecord } from "../../../src/kafka/producer.js";
 import { generateLedgerStream } from "../../../src/projections/ledger/generate.js";
 import {
@@ -24,7 +24,7 @@ import {
   type TestDatabase,
 } from "../../helpers/stack.js";
 
-let admin: KafkaAdmin;
+let admin: ClusterAdmin;
 const dbs: TestDatabase[] = [];
 
 beforeAll(async () => {

@@ -7,12 +7,12 @@
  * another one.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { KafkaAdmin } from "../../../src/kafka/admin.js";
+import type { ClusterAdmin } from "../../../src/kafka/admin.js";
 import { scrapeMetric } from "../../helpers/process.js";
 import { testAdmin, waitFor, type TestDatabase } from "../../helpers/stack.js";
 import { versionedStack } from "../../helpers/versionedStack.js";
 
-let admin: KafkaAdmin;
+let admin: ClusterAdmin;
 beforeAll(async () => {
   admin = await testAdmin();
 });

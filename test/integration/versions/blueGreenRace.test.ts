@@ -7,14 +7,14 @@
  */
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { KafkaAdmin } from "../../../src/kafka/admin.js";
+import type { ClusterAdmin } from "../../../src/kafka/admin.js";
 import { createLogger } from "../../../src/logger.js";
 import type { RegisteredProjection } from "../../../src/projections/registry.js";
 import { blueGreenRebuild } from "../../../src/versions/blueGreenRebuild.js";
 import { testAdmin, waitFor } from "../../helpers/stack.js";
 import { versionedStack } from "../../helpers/versionedStack.js";
 
-let admin: KafkaAdmin;
+let admin: ClusterAdmin;
 beforeAll(async () => {
   admin = await testAdmin();
 });
@@ -44,7 +44,7 @@ describe("two blue/green rebuilds at once", () => {
     const describing = new Promise<void>((resolve) => (reached = resolve));
     let release!: () => void;
     const released = new Promise<void>((resolve) => (release = resolve));
-    const held = Object.create(admin) as KafkaAdmin;
+    const held = Object.create(admin) as ClusterAdmin;
     held.describeGroup = async (groupId: string) => {
       if (groupId === `${name}-v2`) {
         reached();

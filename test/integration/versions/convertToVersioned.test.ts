@@ -10,7 +10,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
-import type { KafkaAdmin } from "../../../src/kafka/admin.js";
+import type { ClusterAdmin } from "../../../src/kafka/admin.js";
 import { produceRecords } from "../../../src/kafka/producer.js";
 import { runCli, startCliInTest } from "../../helpers/process.js";
 import {
@@ -24,7 +24,7 @@ import {
 } from "../../helpers/stack.js";
 import { sales, tempFolder, writeVersionedConfig } from "../../helpers/versionedConfig.js";
 
-let admin: KafkaAdmin;
+let admin: ClusterAdmin;
 beforeAll(async () => {
   admin = await testAdmin();
 });

@@ -7,12 +7,12 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
-import type { KafkaAdmin } from "../../../src/kafka/admin.js";
+import type { ClusterAdmin } from "../../../src/kafka/admin.js";
 import { runCli } from "../../helpers/process.js";
 import { createTestDatabase, testAdmin, uniqueName } from "../../helpers/stack.js";
 import { versionedProject, versionedStack } from "../../helpers/versionedStack.js";
 
-let admin: KafkaAdmin;
+let admin: ClusterAdmin;
 beforeAll(async () => {
   admin = await testAdmin();
 });

@@ -7,13 +7,13 @@
  * its live consumption; every audit row says who, which offsets and which checksums.
  */
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
-import type { KafkaAdmin } from "../../../src/kafka/admin.js";
+import type { ClusterAdmin } from "../../../src/kafka/admin.js";
 import { produceRecords } from "../../../src/kafka/producer.js";
 import { runCli } from "../../helpers/process.js";
 import { createTestDatabase, testAdmin, testKafka, waitFor, type TestDatabase } from "../../helpers/stack.js";
 import { versionedStack } from "../../helpers/versionedStack.js";
 
-let admin: KafkaAdmin;
+let admin: ClusterAdmin;
 beforeAll(async () => {
   admin = await testAdmin();
 });

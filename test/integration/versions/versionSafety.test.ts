@@ -6,11 +6,11 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import pg from "pg";
-import type { KafkaAdmin } from "../../../src/kafka/admin.js";
+import type { ClusterAdmin } from "../../../src/kafka/admin.js";
 import { testAdmin, uniqueName, type TestDatabase } from "../../helpers/stack.js";
 import { versionedStack } from "../../helpers/versionedStack.js";
 
-let admin: KafkaAdmin;
+let admin: ClusterAdmin;
 beforeAll(async () => {
   admin = await testAdmin();
 });
