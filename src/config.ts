@@ -293,8 +293,8 @@ export interface Config {
     readonly clientId: string;
     /**
      * The client library of the member's feed (KAFKA_CLIENT): `kafkajs` (the default) or
-     * `platformatic` (@platformatic/kafka, src/kafka/platformatic/; admin calls and the CLI stay on
-     * KafkaJS).
+     * `platformatic` (@platformatic/kafka, src/kafka/platformatic/; the admin calls and the DLQ
+     * publisher too; the start-up access check and `replayable produce` stay on KafkaJS).
      */
     readonly client: KafkaClient;
     /**

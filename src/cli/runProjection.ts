@@ -10,6 +10,7 @@ import { checkVersionedRunPrivileges } from "../db/privileges.js";
 import { checkDatabase } from "../db/startupCheck.js";
 import { createPool } from "../db/pool.js";
 import { loadWebConfig } from "../metrics/webConfig.js";
+import { loadPlatformaticKafka } from "../kafka/platformatic/loadClient.js";
 import { noBrokerAnswers } from "../kafka/accessCheck.js";
 import { createLogger, stderrDestination } from "../logger.js";
 import { createMetrics, type Metrics } from "../metrics/metrics.js";
@@ -45,7 +46,8 @@ export interface RunTarget {
  * checks Kafka access first) until the first SIGTERM/SIGINT stops it gracefully (a second forces
  * the exit, src/cli/signals.ts); a failed run prints its error and sets the process's exit code
  * ({@link exitCodeOf}).
- * @throws ReplayableError for a bad web config file, an unreachable PostgreSQL (naming
+ * @throws ReplayableError for a bad web config file, KAFKA_CLIENT=platformatic on a Node.js too old
+ *   for it (CONFIG_INVALID), an unreachable PostgreSQL (naming
  *   DATABASE_URL), a `--group` that is not the version's (CONFIG_INVALID), a version whose migrations
  *   are not the code's (VERSION_MIGRATIONS_DIFFER) or a failed start (Kafka
  *   unreachable, access denied).
@@ -53,6 +55,9 @@ export interface RunTarget {
 export async function runProjection(target: RunTarget): Promise<void> {
   const { setup, projection: registered } = target;
   loadWebConfig(setup.config.metrics.webConfigFile); // its problems before anything connects
+  // A Node.js too old for @platformatic/kafka fails here, before migrating, logging the start or
+  // serving /metrics: a setting that cannot run, like any bad setting.
+  if (setup.config.kafka.client === "platformatic") await loadPlatformaticKafka();
   const unreachable = (error: unknown) => unreachableDatabase(setup.config, error);
   if (target.migrate) {
     await migrateAndCheck(setup.config.databaseUrl, [registered], setup.configFile).catch(

@@ -2,15 +2,16 @@
  * `replayable run` with a bad setting fails at start, exit code 2, with a message naming the
  * variable (or flag) and what is valid, before it reads any record or joins the group.
  */
+import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { KafkaAdmin } from "../../../src/kafka/admin.js";
+import type { ClusterAdmin } from "../../../src/kafka/admin.js";
 import { freePort } from "../../helpers/privatePostgres.js";
 import { produceLedger } from "../../helpers/ledger.js";
 import { runCli } from "../../helpers/process.js";
 import { createTestDatabase, testAdmin, uniqueName, type TestDatabase } from "../../helpers/stack.js";
 
 let db: TestDatabase;
-let admin: KafkaAdmin;
+let admin: ClusterAdmin;
 let topic: string;
 
 beforeAll(async () => {
@@ -101,6 +102,23 @@ describe("run refuses bad settings at start", () => {
     expect(await admin.committedOffsets(group, [topic])).toEqual([{ topic, partition: 0, offset: "-1" }]);
     const checkpoints = await db.pool.query("SELECT 1 FROM replayable.checkpoints");
     expect(checkpoints.rowCount).toBe(0);
+  });
+
+  it("KAFKA_CLIENT=platformatic on a Node.js too old for it: exit 2 before anything starts", async () => {
+    const group = uniqueName("g");
+    const preload = fileURLToPath(new URL("../../fixtures/nodeVersion20.mjs", import.meta.url));
+    const result = await runCli(
+      ["run", "--projection", "ledger", "--topic", topic, "--group", group, "--database-url", db.url],
+      { KAFKA_CLIENT: "platformatic", NODE_OPTIONS: `--import ${preload}`, LOG_LEVEL: "info" },
+    );
+    expect(result.stderr).toContain(
+      "KAFKA_CLIENT=platformatic: @platformatic/kafka needs Node.js >= 22.22.0 on Node.js 22, >= 24.6.0 on Node.js 24, or a later major; this is Node.js v20.20.2",
+    );
+    expect(result.code).toBe(2);
+    // Refused before the member logged its start, served /metrics or read a record.
+    expect(result.stderr).not.toContain('"msg":"starting"');
+    expect(result.stderr).not.toContain("metrics");
+    expect(await admin.committedOffsets(group, [topic])).toEqual([{ topic, partition: 0, offset: "-1" }]);
   });
 
   it("an unreachable database names DATABASE_URL and exits 1", async () => {
