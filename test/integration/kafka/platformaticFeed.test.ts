@@ -122,29 +122,38 @@ async function readWithLibrary(topic: string, end: bigint, partitionMaxBytes: nu
     batches
       .filter((batch) => (batch.attributes & (1 << 5)) === 0)
       .flatMap((batch) => batch.records.map((r) => r.value!.toString("utf8").split(":")[0]!));
+  const fetchAt = async (fetchOffset: bigint, maxBytes: number) =>
+    (
+      await consumer.fetch({
+        node: partitions[0]!.leader,
+        topics: [
+          {
+            topicId,
+            partitions: [
+              {
+                partition: 0,
+                fetchOffset,
+                partitionMaxBytes: maxBytes,
+                currentLeaderEpoch: -1,
+                lastFetchedEpoch: -1,
+              },
+            ],
+          },
+        ],
+        maxWaitTime: 100,
+        isolationLevel: lib.FetchIsolationLevels.READ_COMMITTED,
+      })
+    ).responses[0]?.partitions[0];
+  // The transaction coordinator writes the last COMMIT marker after the producer's EndTxn returned:
+  // until the last stable offset reaches the end, a read_committed fetch stops short of it and the
+  // count of fetches below would depend on that race.
+  await waitFor("the last stable offset to reach the end of the log", async () =>
+    (await fetchAt(0n, 1))?.lastStableOffset === end ? true : undefined,
+  );
   let offset = 0n;
   let fetches = 0;
   while (offset < end) {
-    const response = await consumer.fetch({
-      node: partitions[0]!.leader,
-      topics: [
-        {
-          topicId,
-          partitions: [
-            {
-              partition: 0,
-              fetchOffset: offset,
-              partitionMaxBytes,
-              currentLeaderEpoch: -1,
-              lastFetchedEpoch: -1,
-            },
-          ],
-        },
-      ],
-      maxWaitTime: 100,
-      isolationLevel: lib.FetchIsolationLevels.READ_COMMITTED,
-    });
-    const partition = response.responses[0]?.partitions[0];
+    const partition = await fetchAt(offset, partitionMaxBytes);
     const batches = partition?.records ?? [];
     if (batches.length === 0) continue;
     fetches += 1;
