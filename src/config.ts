@@ -485,14 +485,26 @@ export function parseConfig(
   return { ok: true, config: freezeConfig(schema.parse(input), security) };
 }
 
-/** An unknown REPLAYABLE_* variable, with the setting it was probably meant to be. */
+/**
+ * An unknown REPLAYABLE_* variable, with the setting it was probably meant to be; and a KAFKA_*
+ * variable one edit away from a setting (`KAFKA_BROKER`). Other KAFKA_* variables are left alone:
+ * the broker scripts and broker images use that prefix too (KAFKA_HEAP_OPTS, KAFKA_BROKER_ID).
+ */
 function unknownVariables(env: Record<string, string | undefined>): SettingProblem[] {
   const problems: SettingProblem[] = [];
   const secretFileVariables = new Set(SECRET_SETTINGS.map(fileVariable));
+  const settings = Object.keys(schema.shape);
+  const kafkaSettings = [...settings, ...secretFileVariables].filter((s) => s.startsWith("KAFKA_"));
   for (const name of Object.keys(env).sort()) {
-    if (!name.startsWith("REPLAYABLE_") || name in schema.shape || OTHER_VARIABLES.has(name)) continue;
-    if (secretFileVariables.has(name)) continue;
-    const suggestion = closest(name, Object.keys(schema.shape));
+    if (name in schema.shape || secretFileVariables.has(name)) continue;
+    if (name.startsWith("KAFKA_")) {
+      const typo = closest(name, kafkaSettings, 1);
+      if (typo !== undefined)
+        problems.push({ variable: name, message: `is not a setting; did you mean ${typo}?` });
+      continue;
+    }
+    if (!name.startsWith("REPLAYABLE_") || OTHER_VARIABLES.has(name)) continue;
+    const suggestion = closest(name, settings);
     problems.push({
       variable: name,
       message: suggestion

@@ -118,12 +118,27 @@ describe("loadConfig refuses each bad setting, naming the variable and what is v
     ],
     [{ OTEL_SDK_DISABLED: "yes" }, 'OTEL_SDK_DISABLED=yes: must be "true" or "false"'],
     [
+      { KAFKA_BROKER: "127.0.0.1:9092" },
+      "KAFKA_BROKER=127.0.0.1:9092: is not a setting; did you mean KAFKA_BROKERS?",
+    ],
+    [
+      { KAFKA_SASL_USERNAM: "app" },
+      "KAFKA_SASL_USERNAM=app: is not a setting; did you mean KAFKA_SASL_USERNAME?",
+    ],
+    [
       { REPLAYABLE_VERBOSE: "1" },
       'REPLAYABLE_VERBOSE=1: is not a setting (the settings are listed under "Configuration" in README.md)',
     ],
   ];
   it.each(cases)("%j", (env, message) => {
     expect(problems(env)).toContain(`\n  ${message}`);
+  });
+
+  it("leaves other tools' KAFKA_* variables alone: only one edit away from a setting is a typo", () => {
+    // The broker scripts' and broker images' own variables (KAFKA_BROKER_ID is 3 edits from
+    // KAFKA_BROKERS) may share the member's environment.
+    const others = { KAFKA_PORT: "9092", KAFKA_HEAP_OPTS: "-Xmx1G", KAFKA_BROKER_ID: "1", KAFKA_NODES: "3" };
+    expect(loadConfig(others).kafka.brokers).toEqual(["127.0.0.1:9092"]);
   });
 
   it("reports every problem at once, one line each", () => {
