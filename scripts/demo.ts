@@ -464,9 +464,13 @@ async function printTables(db: ReturnType<typeof drizzleOf>): Promise<GithubStat
   return github;
 }
 
+/**
+ * Each member's counters from its /metrics; "assigned now" is the partitions it holds at the
+ * scrape, not those it applied during the run (the group may have moved them since).
+ */
 function printMembers(members: readonly Member[], counts: readonly MemberCounts[]): void {
   table([
-    ["member", "partitions", "applied", "duplicates(event_id)", "duplicates(offset)", "dead-lettered"],
+    ["member", "assigned now", "applied", "duplicates(event_id)", "duplicates(offset)", "dead-lettered"],
     ...members.map((m, i) => {
       const c = counts[i]!;
       return [m.name, c.partitions, c.applied, c.duplicatesEventId, c.duplicatesOffset, c.deadLettered];
