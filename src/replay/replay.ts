@@ -22,6 +22,8 @@ export interface ReplayOptions {
   /** Whose checkpoints the counts are measured against. */
   readonly projection: string;
   readonly scope: PartitionScope;
+  /** Where `scope.topics` came from, for the error naming a topic that does not exist (default `--topic`). */
+  readonly topicSource?: string | undefined;
   readonly spec: ResetSpec;
   /** Commit the new offsets; otherwise only plan (the default). */
   readonly execute: boolean;
@@ -101,6 +103,7 @@ export async function planReplay(options: ReplayOptions): Promise<ReplayPlan> {
     groupId,
     projection,
     scope: options.scope,
+    ...(options.topicSource === undefined ? {} : { topicSource: options.topicSource }),
     ...(timestampMs === undefined ? {} : { timestampMs }),
   });
   const partitions = planReset(spec, states);

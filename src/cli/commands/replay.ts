@@ -19,6 +19,7 @@ import {
   printTable,
   withConnectionOptions,
   type ConnectionFlags,
+  type SettingSource,
 } from "../common.js";
 import { withCommandResources } from "../commandResources.js";
 import { inCommandSpan, outcomeAttributes } from "../../tracing/tracing.js";
@@ -124,6 +125,7 @@ async function replayAction(flags: ReplayFlags): Promise<void> {
         groupId: target.groupId,
         projection: target.projection.name,
         scope,
+        topicSource: topicSource(flags.topic === undefined ? setup.sources.topics : "named", registered.name),
         spec,
         execute: flags.execute === true,
         log,
@@ -215,4 +217,14 @@ function notes(plan: ReplayPlan): string[] {
       );
   }
   return lines;
+}
+
+/**
+ * Where the topics of a replay without --all-topics came from, for the error naming one that does
+ * not exist: a topic the operator did not name is the config file's or the projection's own.
+ */
+function topicSource(source: SettingSource, projection: string): string {
+  if (source === "named") return "--topic or REPLAYABLE_TOPICS";
+  const whose = source === "file" ? "the config file's topics" : `projection ${projection}'s default topics`;
+  return `${whose}; name others with --topic, or use --all-topics`;
 }

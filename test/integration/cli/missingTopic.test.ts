@@ -3,8 +3,8 @@
  * KafkaJS JSON error line and `replayable: This server does not host this topic-partition` (exit 1),
  * without naming the topic. A topic that does not exist is now a usage error (exit 2, as for
  * `run`) naming the topic, where its name came from and the fix, in `status`, `replay`, `rebuild`
- * and `prune` alike, and `run` names where the name came from (the projection's own topics, not
- * REPLAYABLE_TOPICS). A topic the projection has checkpoints for that was deleted since is not the
+ * and `prune` alike, and `run` and `replay` name where the name came from (the projection's own
+ * topics, not REPLAYABLE_TOPICS or --topic). A topic the projection has checkpoints for that was deleted since is not the
  * operator's mistake: `status` reports it as a warning and shows the rest.
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -53,6 +53,13 @@ export default defineConfig({
       `replayable: topic ${topic} (projection ${name}'s default topics; name others with --topic) does not exist on the cluster; create it first or correct the name`,
     );
     expect(result.code).toBe(2);
+    // replay too (it named --topic, not given; newcomer finding), with --all-topics as the way out.
+    const replay = await runCli(["replay", "--to-earliest"], { DATABASE_URL: stack.db.url }, { cwd: dir });
+    expectNoErrorLogLine(replay.stderr);
+    expect(replay.stderr).toContain(
+      `replayable: topic ${topic} (projection ${name}'s default topics; name others with --topic, or use --all-topics) does not exist on the cluster; create it first or correct the name`,
+    );
+    expect(replay.code).toBe(2);
     // run names the same source (it named REPLAYABLE_TOPICS or --topic, neither of them set).
     await stack.db.pool.query("CREATE TABLE IF NOT EXISTS public.orders (id text)");
     const run = await runCli(["run", "--no-migrate"], { DATABASE_URL: stack.db.url }, { cwd: dir });
@@ -73,7 +80,7 @@ export default defineConfig({
     [
       "replay",
       (g) => ["replay", "--projection", "ledger", "--group", g, "--topic", missing, "--to-earliest"],
-      "--topic",
+      "--topic or REPLAYABLE_TOPICS",
     ],
     [
       "rebuild",
