@@ -40,7 +40,9 @@ const notBlank = { message: "must not be blank" };
 /** A whole number in [min, max]; `unit` (ms, bytes, ...) is named in the messages, "" for none. */
 const intFrom = (min: number, max: number, unit: string) => {
   const of = unit === "" ? "" : ` of ${unit}`;
-  const suffix = unit === "" ? "" : ` ${unit}`;
+  // "at least 1 record", "at most 1000 connections" (a unit is plural, "ms" aside).
+  const suffix = (n: number) =>
+    unit === "" ? "" : ` ${n === 1 && unit.endsWith("s") && unit !== "ms" ? unit.slice(0, -1) : unit}`;
   return z
     .string()
     .trim()
@@ -50,8 +52,8 @@ const intFrom = (min: number, max: number, unit: string) => {
       z
         .number()
         .int()
-        .min(min, { message: `must be at least ${min}${suffix}` })
-        .max(max, { message: `must be at most ${max}${suffix}` }),
+        .min(min, { message: `must be at least ${min}${suffix(min)}` })
+        .max(max, { message: `must be at most ${max}${suffix(max)}` }),
     );
 };
 
@@ -487,7 +489,8 @@ export function parseConfig(
 
 /**
  * An unknown REPLAYABLE_* variable, with the setting it was probably meant to be; and a KAFKA_*
- * variable one edit away from a setting (`KAFKA_BROKER`). Other KAFKA_* variables are left alone:
+ * variable one edit away from a setting (`KAFKA_BROKER`), or KAFKA_BOOTSTRAP_SERVERS without
+ * KAFKA_BROKERS (Java's name for them). Other KAFKA_* variables are left alone:
  * the broker scripts and broker images use that prefix too (KAFKA_HEAP_OPTS, KAFKA_BROKER_ID).
  */
 function unknownVariables(env: Record<string, string | undefined>): SettingProblem[] {
@@ -501,6 +504,12 @@ function unknownVariables(env: Record<string, string | undefined>): SettingProbl
       const typo = closest(name, kafkaSettings, 1);
       if (typo !== undefined)
         problems.push({ variable: name, message: `is not a setting; did you mean ${typo}?` });
+      // Java's and Kafka Connect's name for the brokers, alone: the brokers meant for replayable.
+      else if (name === "KAFKA_BOOTSTRAP_SERVERS" && env.KAFKA_BROKERS === undefined)
+        problems.push({
+          variable: name,
+          message: "is not a setting; replayable reads the brokers from KAFKA_BROKERS",
+        });
       continue;
     }
     if (!name.startsWith("REPLAYABLE_") || OTHER_VARIABLES.has(name)) continue;

@@ -49,7 +49,7 @@ describe("loadConfig refuses each bad setting, naming the variable and what is v
     [{ REPLAYABLE_GROUP_ID: "  " }, "REPLAYABLE_GROUP_ID=  : must not be blank"],
     [
       { REPLAYABLE_PARTITIONS_CONCURRENTLY: "0" },
-      "REPLAYABLE_PARTITIONS_CONCURRENTLY=0: must be at least 1 partitions",
+      "REPLAYABLE_PARTITIONS_CONCURRENTLY=0: must be at least 1 partition",
     ],
     [{ REPLAYABLE_PREFETCH: "yes" }, 'REPLAYABLE_PREFETCH=yes: must be "true" or "false"'],
     [
@@ -85,7 +85,7 @@ describe("loadConfig refuses each bad setting, naming the variable and what is v
       { REPLAYABLE_RETRY_INITIAL_MS: "5000", REPLAYABLE_RETRY_MAX_MS: "1000" },
       "REPLAYABLE_RETRY_INITIAL_MS=5000: must be at most REPLAYABLE_RETRY_MAX_MS (1000)",
     ],
-    [{ REPLAYABLE_DB_POOL_SIZE: "0" }, "REPLAYABLE_DB_POOL_SIZE=0: must be at least 1 connections"],
+    [{ REPLAYABLE_DB_POOL_SIZE: "0" }, "REPLAYABLE_DB_POOL_SIZE=0: must be at least 1 connection"],
     [
       { REPLAYABLE_DB_POOL_SIZE: "4" },
       "REPLAYABLE_PARTITIONS_CONCURRENTLY: must be at most REPLAYABLE_DB_POOL_SIZE (4): each partition processed at once needs a connection",
@@ -122,6 +122,10 @@ describe("loadConfig refuses each bad setting, naming the variable and what is v
       "KAFKA_BROKER=127.0.0.1:9092: is not a setting; did you mean KAFKA_BROKERS?",
     ],
     [
+      { KAFKA_BOOTSTRAP_SERVERS: "kafka:9092" },
+      "KAFKA_BOOTSTRAP_SERVERS=kafka:9092: is not a setting; replayable reads the brokers from KAFKA_BROKERS",
+    ],
+    [
       { KAFKA_SASL_USERNAM: "app" },
       "KAFKA_SASL_USERNAM=app: is not a setting; did you mean KAFKA_SASL_USERNAME?",
     ],
@@ -139,6 +143,9 @@ describe("loadConfig refuses each bad setting, naming the variable and what is v
     // KAFKA_BROKERS) may share the member's environment.
     const others = { KAFKA_PORT: "9092", KAFKA_HEAP_OPTS: "-Xmx1G", KAFKA_BROKER_ID: "1", KAFKA_NODES: "3" };
     expect(loadConfig(others).kafka.brokers).toEqual(["127.0.0.1:9092"]);
+    // Java's name for the brokers beside KAFKA_BROKERS is another program's setting.
+    const both = { KAFKA_BROKERS: "a:9092", KAFKA_BOOTSTRAP_SERVERS: "b:9092" };
+    expect(loadConfig(both).kafka.brokers).toEqual(["a:9092"]);
   });
 
   it("reports every problem at once, one line each", () => {
@@ -243,7 +250,7 @@ describe("loadConfig", () => {
       LOG_LEVEL: "loud",
     });
     expect(message).toMatch(/KAFKA_BROKERS=localhost: each broker must be host:port/);
-    expect(message).toMatch(/REPLAYABLE_MAX_BATCH_RECORDS=0: must be at least 1 records/);
+    expect(message).toMatch(/REPLAYABLE_MAX_BATCH_RECORDS=0: must be at least 1 record/);
     expect(message).toMatch(/REPLAYABLE_SESSION_TIMEOUT_MS=ten: must be a whole number of ms/);
     expect(message).toMatch(/LOG_LEVEL=loud/);
   });

@@ -44,7 +44,7 @@ describe("config file settings merge under the environment and the flags", () =>
     const r = parseConfig({}, {}, bad);
     expect(r.ok).toBe(false);
     expect(!r.ok && r.problems).toEqual([
-      "  REPLAYABLE_MAX_BATCH_RECORDS=0 (from replayable.config.ts: maxBatchRecords): must be at least 1 records",
+      "  REPLAYABLE_MAX_BATCH_RECORDS=0 (from replayable.config.ts: maxBatchRecords): must be at least 1 record",
     ]);
   });
 

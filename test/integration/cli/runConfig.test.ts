@@ -33,7 +33,7 @@ describe("run refuses bad settings at start", () => {
       [],
       { REPLAYABLE_MAX_BATCH_RECORDS: "0" },
       2,
-      "REPLAYABLE_MAX_BATCH_RECORDS=0: must be at least 1 records",
+      "REPLAYABLE_MAX_BATCH_RECORDS=0: must be at least 1 record",
     ],
     [
       "a misspelt variable",
