@@ -25,7 +25,11 @@ export type FailpointName =
   /** `promote`/`rollback` has switched the views in its transaction and not committed yet. */
   | "promote-before-commit"
   /** `drop-version` has deleted the version's consumer group and not begun its database step. */
-  | "drop-version-group-deleted";
+  | "drop-version-group-deleted"
+  /** A KIP-848 member's ConsumerGroupHeartbeat was answered and the answer not yet taken in. */
+  | "group-heartbeat-answered"
+  /** A KIP-848 member is about to read the metadata that names a new assignment's topic ids. */
+  | "group-assignment-metadata";
 
 interface Failpoint {
   action: "kill" | "throw" | { sleepMs: number } | { blockMs: number };

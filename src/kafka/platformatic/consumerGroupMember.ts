@@ -14,6 +14,7 @@ import { randomUUID } from "node:crypto";
 import type { Consumer } from "@platformatic/kafka";
 import type { Logger } from "pino";
 import { backoffDelayMs } from "../../support/backoff.js";
+import { failpoint } from "../../support/failpoints.js";
 import { groupCoordinatorApi } from "./generationCommits.js";
 import type { PlatformaticKafka } from "./loadClient.js";
 
@@ -150,25 +151,35 @@ export class ConsumerGroupMember {
     const { lib, consumer, events, log } = this.options;
     try {
       const response = await this.send(this.memberEpoch, this.owned);
+      await failpoint("group-heartbeat-answered");
+      // The epoch first, even when a stop began meanwhile: leave() sends its leave heartbeat only
+      // for a member that joined, and this answer may be the one that made it a member.
+      const previousEpoch = this.memberEpoch;
+      this.memberEpoch = response.memberEpoch;
       if (this.stopped) return;
       this.failures = 0;
       if (response.heartbeatIntervalMs > 0) this.intervalMs = response.heartbeatIntervalMs;
-      const previousEpoch = this.memberEpoch;
-      this.memberEpoch = response.memberEpoch;
       // The broker repeats the whole assignment in its answer to every full heartbeat (this one
       // sends its subscription and owned partitions each time): only a different one is new.
       const target = response.assignment;
       const assignmentKey = target === null ? undefined : keyOf(target.topicPartitions);
       if (target !== null && assignmentKey !== this.ownedKey) {
-        this.ownedKey = assignmentKey;
         // The whole target assignment: taken at once, reported as owned in the next heartbeat.
+        // Taken only once every topic id is named: a failure here retries the heartbeat, whose
+        // answer repeats the assignment, and it must still count as new then.
+        await failpoint("group-assignment-metadata");
         const metadata = await consumer.metadata({ topics: [...this.options.topics], forceUpdate: true });
         const names = new Map([...metadata.topics].map(([name, t]) => [t.id, name]));
         const assignment: TopicAssignment = [];
         for (const { topicId, partitions } of target.topicPartitions) {
           const topic = names.get(topicId);
-          if (topic !== undefined) assignment.push({ topic, partitions: [...partitions] });
+          if (topic === undefined)
+            throw new Error(
+              `the assignment names topic id ${topicId}, which the metadata does not (yet) name`,
+            );
+          assignment.push({ topic, partitions: [...partitions] });
         }
+        this.ownedKey = assignmentKey;
         this.owned = target.topicPartitions.map((t) => ({
           topicId: t.topicId,
           partitions: [...t.partitions],

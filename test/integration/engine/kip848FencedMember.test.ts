@@ -4,7 +4,9 @@
  * members left, turned the group back into a classic group; the member's heartbeats then got
  * GROUP_ID_NOT_FOUND, which it retried forever while fetching and applying the partitions the
  * other member owned (its offset commits refused), never joining again. It must take the error as
- * the end of its membership, give its partitions up and join again.
+ * the end of its membership, give its partitions up and join again. Also from that review, the
+ * membership's own edges: a stop while the join is answered, a failed metadata read of a new
+ * assignment (fail points `group-heartbeat-answered`, `group-assignment-metadata`).
  */
 import { describe, expect, it, onTestFinished } from "vitest";
 import { produceRecords } from "../../../src/kafka/producer.js";
@@ -129,5 +131,56 @@ describe("a classic member on @platformatic/kafka while the group switches to KI
     for (const m of [a, b]) m.child.kill("SIGTERM");
     expect((await a.exited).code).toBe(0);
     expect((await b.exited).code).toBe(0);
+  });
+  it("stopped while its first heartbeat is answered, it leaves the group: no member stays behind until the session timeout", async () => {
+    // Regression (break-it review): the answer of the join heartbeat arrived after the stop began;
+    // the member dropped it without taking its epoch, so leave() saw epoch 0 and sent no leave
+    // heartbeat, and the broker kept the member for its session timeout: replay and rebuild were
+    // refused, naming a member no process was running.
+    const { admin, db } = stack;
+    const topic = uniqueName("kip848-stop");
+    const group = uniqueName("g");
+    await admin.createTopic(topic, 2);
+    const platformatic = await testPlatformaticAdmin();
+    onTestFinished(() => platformatic.close());
+    const member = startCli(runArgs(db.url, topic, group), {
+      KAFKA_CLIENT: "platformatic",
+      KAFKA_GROUP_PROTOCOL: "consumer",
+      REPLAYABLE_FAILPOINTS: "group-heartbeat-answered=sleep:3000@1",
+    });
+    onTestFinished(async () => {
+      member.kill();
+      await member.exited;
+    });
+    await member.waitForStderr("failpoint group-heartbeat-answered: sleep");
+    member.child.kill("SIGTERM");
+    expect(await member.exited).toEqual({ code: 0, signal: null });
+    // The broker's session timeout for KIP-848 members is 10 s here: a member left behind would
+    // still be listed now.
+    expect(await platformatic.describeGroup(group)).toMatchObject({ members: [] });
+  });
+  it("a failed metadata read of a new assignment is retried: the member takes the assignment and consumes", async () => {
+    // Regression (break-it review): the assignment was marked as taken before the metadata that
+    // names its topics was read; when that read failed, the retried heartbeat's answer (the same
+    // assignment) looked old, and the member never consumed the partitions the broker gave it.
+    const { admin, db } = stack;
+    const topic = uniqueName("kip848-metadata");
+    const group = uniqueName("g");
+    await admin.createTopic(topic, 2);
+    const stream = generateLedgerStream({ count: 200, duplicateRate: 0.05, seed: 87 });
+    await produceRecords(testKafka(), topic, stream.records);
+    const member = startCli(runArgs(db.url, topic, group), {
+      KAFKA_CLIENT: "platformatic",
+      KAFKA_GROUP_PROTOCOL: "consumer",
+      REPLAYABLE_FAILPOINTS: "group-assignment-metadata=throw@1",
+    });
+    onTestFinished(async () => {
+      member.kill();
+      await member.exited;
+    });
+    await member.waitForStderr("consumer group heartbeat failed; retrying");
+    await waitForCaughtUp(admin, group, topic, 60_000);
+    expect(await ledgerChecksumOf(db.pool)).toBe(stream.checksum);
+    expect(await eventIdCount(db.pool)).toBe(stream.events);
   });
 });
