@@ -181,12 +181,22 @@ function showCommand(): Command {
   return withConnectionOptions(new Command("show"))
     .description("print one dead letter with its key, value (UTF-8 if valid, else base64) and headers")
     .argument("<id>", "dead letter id (see `dead-letters list`)")
+    .option(
+      "--projection <name>",
+      "only a dead letter of this projection (ids are unique across projections)",
+    )
     .addOption(new Option("--output <format>", "text or json").choices(["text", "json"]).default("text"))
     .action(action(showAction));
 }
 
-/** Prints one dead letter in full. @throws ReplayableError NOT_FOUND when there is none with `id`. */
-async function showAction(id: string, flags: ConnectionFlags & { output: string }): Promise<void> {
+/**
+ * Prints one dead letter in full.
+ * @throws ReplayableError NOT_FOUND when there is none with `id` (of `--projection`, when given).
+ */
+async function showAction(
+  id: string,
+  flags: ConnectionFlags & { output: string; projection?: string },
+): Promise<void> {
   if (!/^\d{1,18}$/.test(id))
     throw new ReplayableError(
       "CONFIG_INVALID",
@@ -196,8 +206,13 @@ async function showAction(id: string, flags: ConnectionFlags & { output: string 
   await checkDatabase(config.databaseUrl, []);
   const pool = createPool({ connectionString: config.databaseUrl, max: 1 });
   try {
-    const [letter] = await selectDeadLetters(pool, { ids: [id], state: "all" });
-    if (letter === undefined) throw new ReplayableError("NOT_FOUND", `no dead letter with id ${id}`);
+    const only = flags.projection === undefined ? {} : { projection: flags.projection };
+    const [letter] = await selectDeadLetters(pool, { ids: [id], state: "all", ...only });
+    if (letter === undefined)
+      throw new ReplayableError(
+        "NOT_FOUND",
+        `no dead letter with id ${id}${flags.projection === undefined ? "" : ` of projection ${flags.projection}`}`,
+      );
     if (flags.output === "json") printJson(letterJson(letter, true));
     else process.stdout.write(showText(letter));
   } finally {

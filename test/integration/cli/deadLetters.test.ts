@@ -166,6 +166,15 @@ describe("dead-letters", () => {
     expect(result.stderr).toBe("replayable: no dead letter with id 999999\n");
   });
 
+  it("show takes --projection as list, retry and discard do: the letter of that projection only", async () => {
+    const own = await cli("show", ids.binary, "--projection", "ledger");
+    expect(own.code, own.stderr).toBe(0);
+    expect(own.stdout).toContain(`dead letter ${ids.binary} (projection ledger)`);
+    const other = await cli("show", ids.binary, "--projection", "github");
+    expect(other.code).toBe(1);
+    expect(other.stderr).toBe(`replayable: no dead letter with id ${ids.binary} of projection github\n`);
+  });
+
   it("retry is a dry run without --execute and changes nothing", async () => {
     const result = await cli("retry", "--code", "RECORD_TOO_LARGE");
     expect(result.code).toBe(0);
