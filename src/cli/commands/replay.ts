@@ -5,6 +5,7 @@
  */
 import { Command } from "commander";
 import { checkDatabase } from "../../db/startupCheck.js";
+import type { KafkaClient } from "../../config.js";
 import { ReplayableError } from "../../errors.js";
 import type { PartitionPlan } from "../../replay/planReset.js";
 import { replay, type ReplayOutcome, type ReplayPlan } from "../../replay/replay.js";
@@ -131,12 +132,17 @@ async function replayAction(flags: ReplayFlags): Promise<void> {
         log,
       });
       annotate({ ...outcomeAttributes(outcome), "messaging.consumer.group.name": target.groupId });
-      report(outcome, flags.output, target);
+      report(outcome, flags.output, target, config.kafka.client);
     }),
   );
 }
 
-function report(outcome: ReplayOutcome, output: "table" | "json", target: VersionTarget): void {
+function report(
+  outcome: ReplayOutcome,
+  output: "table" | "json",
+  target: VersionTarget,
+  client: KafkaClient,
+): void {
   const version = target.version?.number;
   if (outcome.kind === "refused") {
     if (output === "json")
@@ -171,13 +177,24 @@ function report(outcome: ReplayOutcome, output: "table" | "json", target: Versio
   out(
     `${outcome.kind === "dry-run" ? "After --execute, the next" : "The next"} \`replayable run\` re-reads ${t.duplicates} records as duplicates (effects skipped), applies ${t.firstApplies} for the first time, and skips ${t.skipped} for good. Counts are offset distances: upper bounds when offsets have gaps.`,
   );
-  if (outcome.kind === "dry-run") {
-    out(
-      plan.members.length > 0
-        ? `The group has ${plan.members.length} active member(s): --execute is refused until they stop.`
-        : "Add --execute to commit the new offsets.",
-    );
-  }
+  if (outcome.kind === "dry-run") out(executeHint(plan, client));
+}
+
+/**
+ * The dry run's last line. KafkaJS's DescribeGroups reports a KIP-848 group as Dead, members and
+ * all (README, Limits); a Dead group with committed offsets is what such a group looks like, so
+ * the line says so instead of inviting --execute.
+ */
+function executeHint(plan: ReplayPlan, client: KafkaClient): string {
+  if (plan.members.length > 0)
+    return `The group has ${plan.members.length} active member(s): --execute is refused until they stop.`;
+  if (
+    client === "kafkajs" &&
+    plan.groupState === "Dead" &&
+    plan.partitions.some((p) => p.committedOffset !== null)
+  )
+    return `Group ${plan.groupId} is Dead to KafkaJS yet has committed offsets: a KIP-848 group's members are seen only with KAFKA_CLIENT=platformatic; check with it before --execute (README, Limits).`;
+  return "Add --execute to commit the new offsets.";
 }
 
 function row(p: PartitionPlan): Record<string, string | number> {

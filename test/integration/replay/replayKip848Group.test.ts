@@ -56,6 +56,16 @@ describe("a consumer group of KIP-848's protocol", () => {
         await kafkajs.close();
       }
 
+      // A dry run on KafkaJS sees a Dead group with committed offsets, and says what that means
+      // instead of only "Add --execute" (newcomer finding).
+      const dryKafkajs = await runCli([...replay, "--to-earliest"], { DATABASE_URL: stack.db.url });
+      expect(dryKafkajs.code, dryKafkajs.stderr).toBe(0);
+      expect(dryKafkajs.stdout).toContain(`for group ${group} (Dead)`);
+      expect(dryKafkajs.stdout).toContain(
+        `Group ${group} is Dead to KafkaJS yet has committed offsets: a KIP-848 group's members are seen only with KAFKA_CLIENT=platformatic; check with it before --execute (README, Limits).`,
+      );
+      expect(dryKafkajs.stdout).not.toContain("Add --execute");
+
       const dry = await runCli([...replay, "--to-earliest"], env);
       expect(dry.code, dry.stderr).toBe(0);
       expect(dry.stdout).toContain(`for group ${group} (Stable)`);
