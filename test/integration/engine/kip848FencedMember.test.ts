@@ -25,6 +25,20 @@ import {
 
 const stack = useStack();
 
+/** A `replayable run` on @platformatic/kafka in a KIP-848 group with `failpoints`, killed when the test ends. */
+function kip848Member(databaseUrl: string, topic: string, group: string, failpoints: string): CliProcess {
+  const member = startCli(runArgs(databaseUrl, topic, group), {
+    KAFKA_CLIENT: "platformatic",
+    KAFKA_GROUP_PROTOCOL: "consumer",
+    REPLAYABLE_FAILPOINTS: failpoints,
+  });
+  onTestFinished(async () => {
+    member.kill();
+    await member.exited;
+  });
+  return member;
+}
+
 describe("a KIP-848 member beside a classic one", () => {
   it("frozen past its session timeout, it joins again once it wakes (GROUP_ID_NOT_FOUND ends its membership); the ledger equals the model", async () => {
     const { admin, db } = stack;
@@ -143,15 +157,7 @@ describe("a classic member on @platformatic/kafka while the group switches to KI
     await admin.createTopic(topic, 2);
     const platformatic = await testPlatformaticAdmin();
     onTestFinished(() => platformatic.close());
-    const member = startCli(runArgs(db.url, topic, group), {
-      KAFKA_CLIENT: "platformatic",
-      KAFKA_GROUP_PROTOCOL: "consumer",
-      REPLAYABLE_FAILPOINTS: "group-heartbeat-answered=sleep:3000@1",
-    });
-    onTestFinished(async () => {
-      member.kill();
-      await member.exited;
-    });
+    const member = kip848Member(db.url, topic, group, "group-heartbeat-answered=sleep:3000@1");
     await member.waitForStderr("failpoint group-heartbeat-answered: sleep");
     member.child.kill("SIGTERM");
     expect(await member.exited).toEqual({ code: 0, signal: null });
@@ -159,6 +165,7 @@ describe("a classic member on @platformatic/kafka while the group switches to KI
     // still be listed now.
     expect(await platformatic.describeGroup(group)).toMatchObject({ members: [] });
   });
+
   it("a failed metadata read of a new assignment is retried: the member takes the assignment and consumes", async () => {
     // Regression (break-it review): the assignment was marked as taken before the metadata that
     // names its topics was read; when that read failed, the retried heartbeat's answer (the same
@@ -169,15 +176,7 @@ describe("a classic member on @platformatic/kafka while the group switches to KI
     await admin.createTopic(topic, 2);
     const stream = generateLedgerStream({ count: 200, duplicateRate: 0.05, seed: 87 });
     await produceRecords(testKafka(), topic, stream.records);
-    const member = startCli(runArgs(db.url, topic, group), {
-      KAFKA_CLIENT: "platformatic",
-      KAFKA_GROUP_PROTOCOL: "consumer",
-      REPLAYABLE_FAILPOINTS: "group-assignment-metadata=throw@1",
-    });
-    onTestFinished(async () => {
-      member.kill();
-      await member.exited;
-    });
+    const member = kip848Member(db.url, topic, group, "group-assignment-metadata=throw@1");
     await member.waitForStderr("consumer group heartbeat failed; retrying");
     await waitForCaughtUp(admin, group, topic, 60_000);
     expect(await ledgerChecksumOf(db.pool)).toBe(stream.checksum);
