@@ -27,14 +27,25 @@ describe("stopping a member", () => {
     // A holds the group in a long first batch, so B's JoinGroup waits for A to rejoin. The sleep
     // is long (45 s, under the 60 s rebalance timeout) because B's start-up on a loaded machine
     // took more than the 15 s it was: B joined after A's batch and the rebalance was over at once.
-    const a = startCli(args, { ...env, REPLAYABLE_FAILPOINTS: "in-apply=sleep:45000@1" });
+    // A also heartbeats only every 20 s (session 60 s): it learns of B's join at its next
+    // heartbeat and rejoins then, so the rebalance B waits in lasts up to 20 s, not up to the 3 s
+    // default, which a loaded CI machine's polls missed once.
+    const a = startCli(args, {
+      ...env,
+      REPLAYABLE_FAILPOINTS: "in-apply=sleep:45000@1",
+      REPLAYABLE_SESSION_TIMEOUT_MS: "60000",
+      REPLAYABLE_HEARTBEAT_INTERVAL_MS: "20000",
+    });
     let b: CliProcess | undefined;
     try {
       await a.waitForStderr("failpoint in-apply: sleep");
       b = startCli(args, env);
       await b.metricsPort();
-      await waitFor(`B's join to put the group in ${REBALANCING}`, async () =>
-        (await stack.admin.describeGroup(group)).state === REBALANCING ? true : undefined,
+      await waitFor(
+        `B's join to put the group in ${REBALANCING}`,
+        async () => ((await stack.admin.describeGroup(group)).state === REBALANCING ? true : undefined),
+        60_000,
+        50,
       );
       b.child.kill("SIGTERM");
       expect(await b.exited).toEqual({ code: 0, signal: null });
