@@ -148,7 +148,7 @@ export class ConsumerGroupMember {
   }
 
   private async heartbeat(): Promise<void> {
-    const { lib, consumer, events, log } = this.options;
+    const { lib, events, log } = this.options;
     try {
       const response = await this.send(this.memberEpoch, this.owned);
       await failpoint("group-heartbeat-answered");
@@ -161,30 +161,10 @@ export class ConsumerGroupMember {
       if (response.heartbeatIntervalMs > 0) this.intervalMs = response.heartbeatIntervalMs;
       // The broker repeats the whole assignment in its answer to every full heartbeat (this one
       // sends its subscription and owned partitions each time): only a different one is new.
-      const target = response.assignment;
-      const assignmentKey = target === null ? undefined : keyOf(target.topicPartitions);
-      if (target !== null && assignmentKey !== this.ownedKey) {
-        // The whole target assignment: taken at once, reported as owned in the next heartbeat.
-        // Taken only once every topic id is named: a failure here retries the heartbeat, whose
-        // answer repeats the assignment, and it must still count as new then.
-        await failpoint("group-assignment-metadata");
-        const metadata = await consumer.metadata({ topics: [...this.options.topics], forceUpdate: true });
-        const names = new Map([...metadata.topics].map(([name, t]) => [t.id, name]));
-        const assignment: TopicAssignment = [];
-        for (const { topicId, partitions } of target.topicPartitions) {
-          const topic = names.get(topicId);
-          if (topic === undefined)
-            throw new Error(
-              `the assignment names topic id ${topicId}, which the metadata does not (yet) name`,
-            );
-          assignment.push({ topic, partitions: [...partitions] });
-        }
-        this.ownedKey = assignmentKey;
-        this.owned = target.topicPartitions.map((t) => ({
-          topicId: t.topicId,
-          partitions: [...t.partitions],
-        }));
-        events.assigned(this.memberEpoch, this.memberId, assignment);
+      const target = response.assignment?.topicPartitions;
+      const assignmentKey = target === undefined ? undefined : keyOf(target);
+      if (target !== undefined && assignmentKey !== undefined && assignmentKey !== this.ownedKey) {
+        await this.take(target, assignmentKey);
         // Report the partitions taken at once: the broker moves others only once they are released.
         this.schedule(0);
         return;
@@ -207,6 +187,32 @@ export class ConsumerGroupMember {
       log.warn({ err: error, retryInMs: delayMs }, "consumer group heartbeat failed; retrying");
       this.schedule(delayMs);
     }
+  }
+
+  /**
+   * Takes the whole target assignment at once (reported as owned in the next heartbeat). Taken
+   * only once the metadata names every topic id: a failure here retries the heartbeat, whose
+   * answer repeats the assignment, and it must still count as new then.
+   * @throws Error when the metadata cannot be read or does not (yet) name a topic id.
+   */
+  private async take(
+    topicPartitions: readonly { topicId: string; partitions: number[] }[],
+    key: string,
+  ): Promise<void> {
+    const { consumer, events } = this.options;
+    await failpoint("group-assignment-metadata");
+    const metadata = await consumer.metadata({ topics: [...this.options.topics], forceUpdate: true });
+    const names = new Map([...metadata.topics].map(([name, t]) => [t.id, name]));
+    const assignment: TopicAssignment = [];
+    for (const { topicId, partitions } of topicPartitions) {
+      const topic = names.get(topicId);
+      if (topic === undefined)
+        throw new Error(`the assignment names topic id ${topicId}, which the metadata does not (yet) name`);
+      assignment.push({ topic, partitions: [...partitions] });
+    }
+    this.ownedKey = key;
+    this.owned = topicPartitions.map((t) => ({ topicId: t.topicId, partitions: [...t.partitions] }));
+    events.assigned(this.memberEpoch, this.memberId, assignment);
   }
 
   /** The membership ended (fenced, removed, the group gone): own nothing, join again with epoch 0. */
