@@ -141,7 +141,7 @@ async function inTransaction<T>(
   if (ahead !== undefined) throw ahead;
   // Step 3: below the checkpoint means applied (or dead-lettered) already.
   const below = parseOffset(checkpoint, "checkpoint");
-  const fresh = records.filter((r) => parseOffset(r.offset) >= below);
+  const fresh = atOrAbove(records, below);
   const deadLettered: DeadLettered[] = [];
   // Steps 4–5, shared with `dead-letters retry`.
   const result = await applyRecords({
@@ -173,6 +173,17 @@ async function inTransaction<T>(
     deadLettered,
     eventIdsRecorded: result.eventIdsRecorded,
   };
+}
+
+/**
+ * The records at or above offset `below`: a suffix of `records`, which ascend ({@link notAscending}
+ * refused them before BEGIN otherwise), found by parsing offsets only until the first one at or
+ * above it; `records` itself (no copy) when it is the first, as outside a replay.
+ */
+function atOrAbove(records: readonly KafkaRecord[], below: bigint): readonly KafkaRecord[] {
+  let first = 0;
+  while (first < records.length && parseOffset(records[first]!.offset) < below) first += 1;
+  return first === 0 ? records : records.slice(first);
 }
 
 /**

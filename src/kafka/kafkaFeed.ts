@@ -486,6 +486,8 @@ function fetchedBatch(
 ): FetchedBatch {
   const { topic, partition } = batch;
   let records: KafkaRecord[] | undefined;
+  // KafkaJS's messages are let go once converted: the records share their bytes and headers.
+  let unconverted: readonly KafkaMessage[] | undefined = messages;
   return {
     topic,
     partition,
@@ -496,7 +498,11 @@ function fetchedBatch(
     throughOffset,
     size: messages.length,
     get records() {
-      return (records ??= messages.map((m) => toRecord(topic, partition, m)));
+      if (records === undefined) {
+        records = unconverted!.map((m) => toRecord(topic, partition, m));
+        unconverted = undefined;
+      }
+      return records;
     },
   };
 }

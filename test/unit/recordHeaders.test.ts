@@ -113,3 +113,45 @@ describe("the size and header count toRecord carries", () => {
     expect(headerCount(record)).toBe(5);
   });
 });
+
+describe("the headers object toRecord keeps", () => {
+  it("takes KafkaJS's own headers object (no prototype, patch 007) with its values as arrays in place", () => {
+    const given = Object.create(null) as Record<string, unknown>;
+    given.ce_id = Buffer.from("id-1");
+    given.h = [Buffer.from("a"), null];
+    given.gone = undefined;
+    const repeated = given.h;
+    const record = toRecord("t", 0, message(given));
+    expect(record.headers).toBe(given);
+    expect(Object.getPrototypeOf(record.headers)).toBeNull();
+    expect(Object.keys(record.headers)).toEqual(["ce_id", "h"]);
+    expect(record.headers.ce_id).toEqual([Buffer.from("id-1")]);
+    // An array of Buffers and nulls is KafkaJS's, used as it is.
+    expect(record.headers.h).toBe(repeated);
+    // A second conversion of the same message gives the same record.
+    expect(toRecord("t", 0, message(given)).headers).toEqual(record.headers);
+    expect(recordBytes(record)).toBe(3 + 5 + 4 + 1 + 1 + 1);
+  });
+
+  it("copies a headers object with a prototype and leaves it as it was", () => {
+    const given = own([
+      ["ce_id", Buffer.from("id-1")],
+      ["s", "text"],
+    ]);
+    const record = toRecord("t", 0, message(given));
+    expect(record.headers).not.toBe(given);
+    expect(Object.getPrototypeOf(record.headers)).toBeNull();
+    expect(given.ce_id).toEqual(Buffer.from("id-1"));
+    expect(given.s).toBe("text");
+    expect(record.headers.s).toEqual([Buffer.from("text")]);
+  });
+
+  it("converts an array holding a string into a new array of Buffers", () => {
+    const given = Object.create(null) as Record<string, unknown>;
+    const values = [Buffer.from("a"), "b"];
+    given.h = values;
+    const record = toRecord("t", 0, message(given));
+    expect(record.headers.h).toEqual([Buffer.from("a"), Buffer.from("b")]);
+    expect(values[1]).toBe("b");
+  });
+});
