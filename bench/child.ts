@@ -3,6 +3,9 @@
  * {@link ScenarioSpec} from argv[2] as JSON, runs it, and prints the measurement after
  * {@link RESULT_MARKER} on stdout. Started by bench/run.ts; not meant to be run by hand.
  */
+import { mkdirSync, writeFileSync } from "node:fs";
+import { Session } from "node:inspector/promises";
+import { dirname } from "node:path";
 import { createLogger } from "../src/logger.js";
 import type { Projection } from "../src/projection.js";
 import type { LedgerEvent } from "../src/projections/ledger/events.js";
@@ -30,6 +33,7 @@ async function main(): Promise<void> {
   const tally = new Tally(spec);
   const postgresCpu = spec.databaseUrl === "" ? undefined : new PostgresCpuSampler(spec.databaseUrl);
   await postgresCpu?.start();
+  const allocations = spec.allocationProfile === undefined ? undefined : await startAllocationSampling();
   switch (spec.scenario) {
     case "raw":
     case "raw-1mib":
@@ -52,6 +56,8 @@ async function main(): Promise<void> {
       await runReplayable(spec, ledgerOffsetProjection, tally, log);
       break;
   }
+  if (allocations !== undefined && spec.allocationProfile !== undefined)
+    await allocations.stop(spec.allocationProfile);
   const postgresCpuMs = (await postgresCpu?.stop()) ?? null;
   const measurement: ScenarioMeasurement = {
     ...tally.measurement(),
@@ -59,6 +65,30 @@ async function main(): Promise<void> {
     peakRssBytes: peakRssBytes(),
   };
   process.stdout.write(`${RESULT_MARKER}${JSON.stringify(measurement)}\n`);
+}
+
+/**
+ * Starts V8's sampling heap profiler (Chrome DevTools protocol `HeapProfiler.startSampling`) with
+ * the objects later collected by minor and major GCs kept in the profile: allocation, not retention.
+ * One sample per 16 KiB allocated on average.
+ */
+async function startAllocationSampling(): Promise<{ stop(file: string): Promise<void> }> {
+  const session = new Session();
+  session.connect();
+  await session.post("HeapProfiler.enable");
+  await session.post("HeapProfiler.startSampling", {
+    samplingInterval: 16384,
+    includeObjectsCollectedByMajorGC: true,
+    includeObjectsCollectedByMinorGC: true,
+  });
+  return {
+    async stop(file) {
+      const { profile } = await session.post("HeapProfiler.stopSampling");
+      mkdirSync(dirname(file), { recursive: true });
+      writeFileSync(file, JSON.stringify(profile));
+      session.disconnect();
+    },
+  };
 }
 
 main().then(

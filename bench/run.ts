@@ -80,6 +80,7 @@ interface Flags {
   keep: boolean;
   topic?: string;
   cpuProf: boolean;
+  allocProf: boolean;
   timeout: string;
   memoryLimitMib: string;
   client: string;
@@ -100,6 +101,8 @@ interface Options {
   /** --topic: prefix of reused topics (never deleted); undefined: new topics. */
   readonly topicPrefix: string | undefined;
   readonly cpuProf: boolean;
+  /** --alloc-prof: a sampling allocation profile of each scenario (see ScenarioSpec.allocationProfile). */
+  readonly allocProf: boolean;
   readonly timeoutMs: number;
   /** --memory-limit-mib: each scenario's subprocess runs in a cgroup of this limit, bytes; 0: none. */
   readonly memoryLimitBytes: number;
@@ -176,6 +179,11 @@ const program = new Command("bench")
     "reuse the topics <prefix>-<bytes>b<partitions>p when they already hold the stream of the same shape, count, --seed and --duplicate-rate (e.g. kept by --keep); they are never deleted",
   )
   .option("--cpu-prof", "write a V8 CPU profile of each scenario to bench/results/profiles/", false)
+  .option(
+    "--alloc-prof",
+    "write a sampling allocation profile (.heapprofile, garbage included) of each scenario to bench/results/profiles/; it slows the scenario",
+    false,
+  )
   .option("--timeout <s>", "give up on a scenario after this many seconds", "3600")
   .option(
     "--memory-limit-mib <n>",
@@ -220,6 +228,7 @@ function parseOptions(flags: Flags): Options {
     keep: flags.keep,
     topicPrefix: flags.topic,
     cpuProf: flags.cpuProf,
+    allocProf: flags.allocProf,
     timeoutMs: positiveInt("--timeout", flags.timeout) * 1000,
     memoryLimitBytes:
       flags.memoryLimitMib === "0"
@@ -348,6 +357,16 @@ async function runShape(ctx: RunContext, shape: Shape, first: boolean): Promise<
         partitionsConsumedConcurrently: ctx.config.partitionsConsumedConcurrently,
         ...(fetchBytes === undefined ? {} : { maxBytesPerPartition: fetchBytes }),
         client: options.client,
+        ...(options.allocProf
+          ? {
+              allocationProfile: join(
+                ctx.resultsDir,
+                "profiles",
+                shapeSlug(shape),
+                `${scenario}.${process.pid}.heapprofile`,
+              ),
+            }
+          : {}),
       };
       say(
         `${label}: ${LABELS[scenario]}: running${spec.limit === undefined ? "" : ` on the first ${spec.limit} records`} ...`,
@@ -486,6 +505,7 @@ function measurementRows(result: ShapeResult): Record<string, string | number>[]
     "broker CPU µs/rec": perRecord(m, m.brokerCpuMs)?.toFixed(1) ?? "-",
     "cores busy": coresBusy(m)?.toFixed(2) ?? "-",
     "event loop busy": m.eventLoopBusy === undefined ? "-" : m.eventLoopBusy.toFixed(2),
+    "GC µs/rec": perRecord(m, m.gcPauseMs)?.toFixed(1) ?? "-",
     "tx p50 ms": m.transactionP50Ms === undefined ? "-" : m.transactionP50Ms.toFixed(1),
     "in tx": m.inTransaction === undefined ? "-" : m.inTransaction.toFixed(2),
   }));

@@ -46,6 +46,13 @@ export interface ScenarioSpec {
    * `platformatic`; absent: the member's setting (KafkaJS by default).
    */
   readonly client?: "kafkajs" | "platformatic";
+  /**
+   * Where to write a sampling allocation profile of the scenario (`--alloc-prof`): V8's sampling
+   * heap profiler with the objects garbage-collected since included, so it shows where the
+   * allocation goes, not what is retained; open it in Chrome DevTools (Memory) or summarise it with
+   * `npx tsx bench/profileSummary.ts <file>`. Absent: none.
+   */
+  readonly allocationProfile?: string;
 }
 
 /** What a scenario measured. Times are ms; the rate counts from the group join to the last batch. */
@@ -72,6 +79,11 @@ export interface ScenarioMeasurement {
    * one JavaScript thread; well below, it waits (for PostgreSQL, the broker, a slot).
    */
   readonly eventLoopBusy?: number;
+  /**
+   * The main thread's garbage-collection pauses over elapsedMs, ms (Node's `gc` performance entries:
+   * scavenges, mark-compacts and incremental marking steps; V8's helper threads' share is in cpuMs only).
+   */
+  readonly gcPauseMs?: number;
   /**
    * CPU time of PostgreSQL's processes for the scenario's database (backends and autovacuum), ms,
    * over the whole subprocess; null without a database or when PostgreSQL is not on this machine.

@@ -1,5 +1,5 @@
 /** Counting a scenario's batches until every partition reaches its end offset (or a record limit). */
-import type { EventLoopUtilization } from "node:perf_hooks";
+import { PerformanceObserver, type EventLoopUtilization } from "node:perf_hooks";
 import { percentile, type ScenarioMeasurement, type ScenarioSpec } from "./scenario.js";
 
 /** One processed batch as a scenario reports it. */
@@ -38,6 +38,13 @@ export class Tally {
   private cpuAtLast: NodeJS.CpuUsage | undefined;
   private eluAtJoin: EventLoopUtilization | undefined;
   private eluAtLast: EventLoopUtilization | undefined;
+  /** Main-thread GC pauses since the join, ms (Node's `gc` performance entries), and at the last batch. */
+  private gcMs = 0;
+  private gcMsAtLast = 0;
+  private readonly gcObserver = new PerformanceObserver((list) => {
+    if (this.joinedAt === undefined) return;
+    for (const entry of list.getEntries()) this.gcMs += entry.duration;
+  });
   private first: number | undefined;
   private last = 0;
   private finished = false;
@@ -48,6 +55,7 @@ export class Tally {
     this.remaining = new Map(
       spec.end.map((end, partition) => [partition, BigInt(end)] as const).filter(([, end]) => end > 0n),
     );
+    this.gcObserver.observe({ entryTypes: ["gc"] });
     if (this.remaining.size === 0) this.finish();
   }
 
@@ -66,6 +74,7 @@ export class Tally {
     this.last = batch.endedAt;
     this.cpuAtLast = process.cpuUsage();
     this.eluAtLast = performance.eventLoopUtilization();
+    this.gcMsAtLast = this.gcMs;
     this.records += batch.records;
     this.applied += batch.applied ?? 0;
     this.duplicates += batch.duplicates ?? 0;
@@ -100,6 +109,7 @@ export class Tally {
         this.eluAtLast === undefined || this.eluAtJoin === undefined
           ? 0
           : performance.eventLoopUtilization(this.eluAtLast, this.eluAtJoin).utilization,
+      gcPauseMs: this.gcMsAtLast,
       batchP50Ms: percentile(this.latencies, 50),
       batchP99Ms: percentile(this.latencies, 99),
       transactionP50Ms: percentile(this.transactionLatencies, 50),
@@ -112,6 +122,7 @@ export class Tally {
 
   private finish(): void {
     this.finished = true;
+    this.gcObserver.disconnect();
     this.resolveDone();
   }
 }
