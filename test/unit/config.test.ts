@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { loadConfig, redactUrl } from "../../src/config.js";
+import { defaultMemoryBudget, loadConfig, processMemoryLimit, redactUrl } from "../../src/config.js";
 import { ReplayableError } from "../../src/errors.js";
 
 function problems(env: Record<string, string>, overrides: Record<string, string> = {}): string {
@@ -226,7 +226,7 @@ describe("loadConfig", () => {
     expect(config.kafka.brokers).toEqual(["127.0.0.1:9092"]);
     expect(config.groupId).toBe("ledger");
     // The memory budget decides the sizes; the old settings are caps only when set.
-    expect(config.memoryBudgetBytes).toBe(33_554_432);
+    expect(config.memoryBudgetBytes).toBe(defaultMemoryBudget(processMemoryLimit()));
     expect(config.maxBatchRecords).toBeUndefined();
     expect(config.maxBatchBytes).toBeUndefined();
     expect(loadConfig({ REPLAYABLE_MAX_BATCH_BYTES: "65536" }).maxBatchBytes).toBe(65_536);
@@ -285,5 +285,22 @@ describe("loadConfig", () => {
     expect(
       problems({ REPLAYABLE_SESSION_TIMEOUT_MS: "6000", REPLAYABLE_HEARTBEAT_INTERVAL_MS: "3000" }),
     ).toMatch(/REPLAYABLE_HEARTBEAT_INTERVAL_MS=3000: must be at most a third/);
+  });
+});
+
+describe("the memory budget's default", () => {
+  const MIB = 1_048_576;
+  it("is a quarter of the memory limit in whole MiB, between 16 and 128 MiB", () => {
+    expect(defaultMemoryBudget(512 * MIB)).toBe(128 * MIB);
+    expect(defaultMemoryBudget(256 * MIB)).toBe(64 * MIB);
+    expect(defaultMemoryBudget(300 * MIB + 5)).toBe(75 * MIB);
+    expect(defaultMemoryBudget(64 * MIB)).toBe(16 * MIB);
+    expect(defaultMemoryBudget(25_276_157_952)).toBe(128 * MIB);
+  });
+
+  it("reads the limit of a process without a cgroup limit as the machine's memory", () => {
+    const limit = processMemoryLimit();
+    expect(limit).toBeGreaterThan(0);
+    expect(Number.isSafeInteger(limit)).toBe(true);
   });
 });
