@@ -108,6 +108,25 @@ async function deadLetters(topic: string) {
 }
 
 describe("applyBatch", () => {
+  it("counts the records below the checkpoint as offset duplicates and applies the rest: a batch wholly below, one straddling it", async () => {
+    const topic = uniqueName("t");
+    const batch = (offsets: number[]) => offsets.map((o) => credit(topic, o, `${topic}-${o}`, 1));
+    const first = await apply(batch([0, 1, 2]));
+    expect(first).toMatchObject({ applied: 3, nextOffset: "3", checkpoint: "3" });
+    const below = await apply(batch([0, 1, 2]));
+    expect(below.applied).toBe(0);
+    expect(below.duplicates.offset).toBe(3);
+    const straddling = await apply(batch([1, 2, 3, 4]));
+    expect(straddling.applied).toBe(2);
+    expect(straddling.duplicates.offset).toBe(2);
+    expect(straddling.checkpoint).toBe("5");
+    const ids = await db.pool.query<{ event_id: string }>(
+      "SELECT event_id FROM replayable.processed_events WHERE topic = $1 ORDER BY event_id",
+      [topic],
+    );
+    expect(ids.rows.map((r) => r.event_id)).toEqual([0, 1, 2, 3, 4].map((o) => `${topic}-${o}`));
+  });
+
   it("regression: an order paid at a timestamp JavaScript's Date cannot hold (before 271821 BC; Kafka accepts any past CreateTime) is dead-lettered, and the partition goes on", async () => {
     const topic = uniqueName("t");
     const paid: KafkaRecord = {
