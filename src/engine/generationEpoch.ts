@@ -10,11 +10,27 @@
  * join (before which the generation's fetch positions are not read) and the read. A session lost
  * in between (PostgreSQL away, the backend terminated, a connection gone silent) proves nothing,
  * and the generation is given up: its batches are dropped and the member rejoins the group.
+ *
+ * The same statement reads the projection's checkpoints, and by the same proof none of them can
+ * have been moved back by a rebuild since the join: each is at most the partition's checkpoint for as
+ * long as the generation can commit offsets, so it primes the replay fast path (cachedCheckpoint.ts)
+ * before the generation's first fetch is decoded and applied.
  */
 import { ReplayableError } from "../errors.js";
+import type { OffsetString } from "../offsets.js";
+import { partitionKey, type PartitionKey } from "../topicPartition.js";
 
-/** An epoch read on the advisory-lock session: the epoch, or `lost` when that session is gone. */
-export type SessionEpochRead = { readonly kind: "read"; readonly epoch: string } | { readonly kind: "lost" };
+/**
+ * An epoch read on the advisory-lock session: the epoch and the projection's checkpoints read with
+ * it (absent: none read), or `lost` when that session is gone.
+ */
+export type SessionEpochRead =
+  | {
+      readonly kind: "read";
+      readonly epoch: string;
+      readonly checkpoints?: ReadonlyMap<PartitionKey, OffsetString>;
+    }
+  | { readonly kind: "lost" };
 
 /**
  * The session holding the projection's shared advisory lock, as a generation's epoch is read on
@@ -53,14 +69,27 @@ export class GenerationEpoch {
   private readonly serial: number | undefined;
   private pending: Promise<string> | undefined;
   private unproven: ReplayableError | undefined;
+  /** The checkpoints of the first read, or undefined once it failed (nothing primed). */
+  private readonly primed: Promise<ReadonlyMap<PartitionKey, OffsetString> | undefined>;
+  private resolvePrimed!: (checkpoints: ReadonlyMap<PartitionKey, OffsetString> | undefined) => void;
 
   /** Notes the session held now and starts reading at once. */
   constructor(private readonly options: GenerationEpochOptions) {
     this.generation = options.generation;
     this.serial = options.session.heldSession();
+    this.primed = new Promise((resolve) => (this.resolvePrimed = resolve));
     this.pending = this.start();
     // A rejection here is seen by the transactions that wait for the epoch, not by the constructor.
-    this.pending.catch(() => undefined);
+    this.pending.catch(() => this.resolvePrimed(undefined));
+  }
+
+  /**
+   * The checkpoint of `topic`/`partition` as the generation's first epoch read found it, the next
+   * offset to apply: a value no rebuild moved back since the join (see the top of this file). Never
+   * rejects; resolves undefined when the partition had no checkpoint or that read failed.
+   */
+  async checkpointOf(topic: string, partition: number): Promise<OffsetString | undefined> {
+    return (await this.primed)?.get(partitionKey(topic, partition));
   }
 
   /**
@@ -88,7 +117,10 @@ export class GenerationEpoch {
       this.serial === undefined
         ? ({ kind: "lost" } as const)
         : await this.options.session.readRebuildEpoch(this.serial);
-    if (read.kind === "read") return read.epoch;
+    if (read.kind === "read") {
+      this.resolvePrimed(read.checkpoints);
+      return read.epoch;
+    }
     if (this.unproven !== undefined) throw this.unproven;
     this.unproven = new ReplayableError(
       "PROJECTION_REBUILT",

@@ -180,6 +180,8 @@ export class PartitionWorker implements TopicPartition {
   private failures = 0;
   private fetchPaused = false;
   private readonly checkpoint = new CachedCheckpoint();
+  /** Settles once the generation's checkpoint, read with its rebuild epoch, is in the cache (or is not to be). */
+  private primed: Promise<void>;
   private readonly log: Logger;
 
   constructor(private readonly options: PartitionWorkerOptions) {
@@ -188,6 +190,19 @@ export class PartitionWorker implements TopicPartition {
     this.generation = options.generation;
     this.rebuildEpoch = options.rebuildEpoch;
     this.log = options.log.child({ topic: options.topic, partition: options.partition });
+    this.primed = this.prime();
+  }
+
+  /**
+   * Caches the partition's checkpoint as the generation's rebuild epoch read found it (under the
+   * same proof, generationEpoch.ts), so a replay's first fetch is passed over too: its batches below
+   * the checkpoint are neither decoded (when the read lands before the fetch) nor applied through a
+   * transaction. Remembered only in the cache's epoch of this assignment.
+   */
+  private async prime(): Promise<void> {
+    const epoch = this.checkpoint.epoch;
+    const checkpoint = await this.rebuildEpoch.checkpointOf(this.topic, this.partition);
+    if (checkpoint !== undefined) this.checkpoint.remember(checkpoint, epoch);
   }
 
   /** The worker's state. */
@@ -246,6 +261,7 @@ export class PartitionWorker implements TopicPartition {
     this.rebuildEpoch = rebuildEpoch;
     if (this.current === "revoked") this.current = this.running ? "applying" : "idle";
     this.checkpoint.forget();
+    this.primed = this.prime();
     this.updateFetchPause();
   }
 
@@ -295,6 +311,9 @@ export class PartitionWorker implements TopicPartition {
 
   /** Plans `batch`'s transactions and settles each in turn; stops at the first not applied. */
   private async handle(batch: FetchedBatch): Promise<void> {
+    // The generation's epoch read comes first for a transaction anyway; after it the cache may
+    // cover the batch, which then needs no transaction.
+    await this.primed;
     const watermark: Watermark = { value: batch.highWatermark, rechecked: false };
     const whole = this.checkpoint.covering(batch.throughOffset, batch.highWatermark) !== undefined;
     if (batch.undecoded === true && !whole) {

@@ -29,7 +29,7 @@ import { advisoryUnlock, projectionLock, tryAdvisoryLock } from "../sql/advisory
 import { failpoint } from "../support/failpoints.js";
 import { KEEPALIVE_INITIAL_DELAY_MS } from "../db/pool.js";
 import { setServerKeepalives } from "../sql/setServerKeepalives.js";
-import { readRebuildEpoch } from "../sql/lockCheckpoint.js";
+import { readEpochAndCheckpoints } from "../sql/lockCheckpoint.js";
 import type { EpochSession, SessionEpochRead } from "./generationEpoch.js";
 import type { RetryTiming } from "./retryPolicy.js";
 
@@ -141,7 +141,8 @@ export class ProjectionLockSession implements EpochSession {
   }
 
   /**
-   * Reads the projection's rebuild epoch on session `serial`. A PostgreSQL session is one backend on
+   * Reads the projection's rebuild epoch, and its checkpoints in the same statement, on session
+   * `serial`. A PostgreSQL session is one backend on
    * one connection, and a session lock lasts until it is unlocked or the backend exits: an answer on
    * the connection taken as `serial` proves the shared lock was held from its taking through the
    * read, so no rebuild (which needs the exclusive lock) ran in between.
@@ -153,12 +154,12 @@ export class ProjectionLockSession implements EpochSession {
     const client = this.client;
     if (client === undefined || this.serial !== serial) return { kind: "lost" };
     try {
-      const epoch = await this.inTurn(async () =>
-        this.client === client ? await readRebuildEpoch(client, this.options.projection) : undefined,
+      const read = await this.inTurn(async () =>
+        this.client === client ? await readEpochAndCheckpoints(client, this.options.projection) : undefined,
       );
       // The session was lost while statements ahead of the read ran.
-      if (epoch === undefined) return { kind: "lost" };
-      return { kind: "read", epoch };
+      if (read === undefined) return { kind: "lost" };
+      return { kind: "read", epoch: read.epoch, checkpoints: read.checkpoints };
     } catch (error) {
       if (this.client !== client) return { kind: "lost" };
       // The connection's own "error" event may come a moment later, or never (a query on a client

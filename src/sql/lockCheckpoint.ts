@@ -4,6 +4,8 @@
  * generation that ended before a rebuild; docs/design.md "The rebuild epoch").
  */
 import type pg from "pg";
+import type { OffsetString } from "../offsets.js";
+import { partitionKey, type PartitionKey } from "../topicPartition.js";
 
 // Named statements: PostgreSQL parses and plans them once per connection (node-postgres prepares a
 // query config with a `name` on first use), which matters for a statement run in every transaction.
@@ -25,6 +27,13 @@ const INSERT_MISSING = {
 const SELECT_EPOCH = {
   name: "replayable_rebuild_epoch",
   text: `SELECT coalesce(max(id), 0) AS rebuild_epoch FROM replayable.rebuilds WHERE projection = $1`,
+} as const;
+// One row per checkpoint of the projection, or one row of NULLs when it has none; the epoch in each.
+const SELECT_EPOCH_AND_CHECKPOINTS = {
+  name: "replayable_rebuild_epoch_checkpoints",
+  text: `SELECT e.rebuild_epoch, c.topic, c.partition, c.next_offset
+     FROM (SELECT coalesce(max(id), 0) AS rebuild_epoch FROM replayable.rebuilds WHERE projection = $1) e
+     LEFT JOIN replayable.checkpoints c ON c.projection = $1`,
 } as const;
 
 /** A locked checkpoint: offsets and the epoch are decimal strings (bigint). */
@@ -68,4 +77,36 @@ export async function lockCheckpoint(
 export async function readRebuildEpoch(db: pg.Pool | pg.ClientBase, projection: string): Promise<string> {
   const result = await db.query<{ rebuild_epoch: string }>({ ...SELECT_EPOCH, values: [projection] });
   return result.rows[0]!.rebuild_epoch;
+}
+
+/** The projection's rebuild epoch and every checkpoint it has, read by one statement (one snapshot). */
+export interface EpochAndCheckpoints {
+  /** As {@link readRebuildEpoch} returns it. */
+  readonly epoch: string;
+  /** The next offset to apply per partition that has a checkpoint row (decimal strings). */
+  readonly checkpoints: ReadonlyMap<PartitionKey, OffsetString>;
+}
+
+/**
+ * The projection's rebuild epoch and its checkpoints, in one statement: what a consumer group
+ * generation reads when it begins, on the session holding the projection's shared advisory lock
+ * (docs/design.md "The rebuild epoch"; the checkpoints prime the replay fast path, "The replay fast
+ * path"). A projection with thousands of partitions reads as many rows, once per generation.
+ */
+export async function readEpochAndCheckpoints(
+  db: pg.Pool | pg.ClientBase,
+  projection: string,
+): Promise<EpochAndCheckpoints> {
+  const result = await db.query<{
+    rebuild_epoch: string;
+    topic: string | null;
+    partition: number | null;
+    next_offset: string | null;
+  }>({ ...SELECT_EPOCH_AND_CHECKPOINTS, values: [projection] });
+  const checkpoints = new Map<PartitionKey, OffsetString>();
+  for (const row of result.rows) {
+    if (row.topic === null || row.partition === null || row.next_offset === null) continue;
+    checkpoints.set(partitionKey(row.topic, row.partition), row.next_offset);
+  }
+  return { epoch: result.rows[0]!.rebuild_epoch, checkpoints };
 }

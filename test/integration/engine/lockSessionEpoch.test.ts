@@ -56,7 +56,15 @@ it("reads the epoch on the session held since a serial, answers `lost` for a ter
     );
     const epoch = await readRebuildEpoch(db.pool, projection);
     expect(epoch).not.toBe("0");
-    expect(await session.readRebuildEpoch(first)).toEqual({ kind: "read", epoch });
+    // No checkpoint yet; then the same statement reads the projection's checkpoints (and only its).
+    expect(await session.readRebuildEpoch(first)).toEqual({ kind: "read", epoch, checkpoints: new Map() });
+    await db.pool.query(
+      `INSERT INTO replayable.checkpoints (projection, topic, partition, next_offset)
+       VALUES ($1, 't', 3, 9007199254740993), ($1 || '-other', 't', 3, 5)`,
+      [projection],
+    );
+    const checkpoints = new Map([["t/3", "9007199254740993"]]);
+    expect(await session.readRebuildEpoch(first)).toEqual({ kind: "read", epoch, checkpoints });
     expect(await session.readRebuildEpoch(first + 1)).toEqual({ kind: "lost" });
 
     // The backend is terminated (and with it the lock); the read is sent whether or not the client
@@ -73,7 +81,7 @@ it("reads the epoch on the session held since a serial, answers `lost` for a ter
     const second = await waitFor("the lock taken again", () => session.heldSession());
     expect(second).toBeGreaterThan(first);
     expect(await session.readRebuildEpoch(first)).toEqual({ kind: "lost" });
-    expect(await session.readRebuildEpoch(second)).toEqual({ kind: "read", epoch });
+    expect(await session.readRebuildEpoch(second)).toEqual({ kind: "read", epoch, checkpoints });
     expect(lockedOut).toEqual([]);
   } finally {
     abort.abort();

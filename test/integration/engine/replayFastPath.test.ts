@@ -176,6 +176,41 @@ describe("replay fast path", () => {
     expect([...after.values()].reduce((x, y) => x + y, 0n)).toBe(900n);
   });
 
+  it("reads the checkpoints when a generation begins: a replay's first fetch of each partition needs no transaction", async () => {
+    const { admin, db } = stack;
+    const topic = uniqueName("fastpath-first");
+    const group = uniqueName("g");
+    await admin.createTopic(topic, 2);
+    const stream = generateLedgerStream({ count: 400, duplicateRate: 0.05, seed: 73 });
+    const setup: BatchCommitted[] = [];
+    const first = member(db, topic, group, setup);
+    await produceSmallBatches(topic, stream.records);
+    await first.start();
+    await waitForCaughtUp(admin, group, topic);
+    await first.stop();
+    const applied = await checkpoints(db, topic);
+    const checksum = await ledgerChecksumOf(db.pool);
+
+    // A new member replays from the earliest offsets: it has committed no transaction of its own,
+    // so only the checkpoints read with its generation's rebuild epoch can tell it that every fetched
+    // batch is below them.
+    await resetToEarliest(group, topic);
+    const events: BatchCommitted[] = [];
+    const replaying = member(db, topic, group, events);
+    onTestFinished(() => replaying.stop());
+    await replaying.start();
+    await waitForCaughtUp(admin, group, topic);
+    await replaying.stop();
+
+    expect(new Set(events.map((e) => e.partition))).toEqual(new Set([0, 1]));
+    const transactions = events.filter((e) => !e.fastPath);
+    expect(transactions, "batches applied through a transaction during the replay").toEqual([]);
+    for (const e of events) expect(BigInt(e.lastOffset)).toBeLessThan(applied.get(e.partition) ?? 0n);
+    expect(events.reduce((n, e) => n + e.duplicates.offset, 0)).toBe(stream.records.length);
+    expect(await ledgerChecksumOf(db.pool)).toBe(checksum);
+    expect(await checkpoints(db, topic)).toEqual(applied);
+  });
+
   it("skips only batches below the checkpoint during a replay while the partitions move between two members", async () => {
     const { admin, db } = stack;
     const topic = uniqueName("fastpath-replay");

@@ -18,7 +18,7 @@ import { ReplayableError } from "../../../src/errors.js";
 import type { CommitResult, Feed, FeedListener, FetchedBatch } from "../../../src/feed.js";
 import { createLogger } from "../../../src/logger.js";
 import type { KafkaRecord } from "../../../src/record.js";
-import type { TopicPartition } from "../../../src/topicPartition.js";
+import { partitionKey, type PartitionKey, type TopicPartition } from "../../../src/topicPartition.js";
 
 const TOPIC = "t";
 
@@ -112,6 +112,11 @@ class FakeDatabase {
     this.checkpoints.clear();
   }
 
+  /** The checkpoints as the epoch read's statement returns them. */
+  checkpointsRead(): ReadonlyMap<PartitionKey, string> {
+    return new Map([...this.checkpoints].map(([p, next]) => [partitionKey(TOPIC, p), next.toString()]));
+  }
+
   readonly readRebuildEpoch = (): Promise<string> => {
     this.epochReads.push(this.epoch);
     return Promise.resolve(this.epoch);
@@ -189,6 +194,11 @@ interface Setup {
   retryInitialMs?: number;
   currentHighWatermark?: () => Promise<string | undefined>;
   readRebuildEpoch?: () => Promise<string>;
+  /**
+   * The session's epoch reads also return the fake database's checkpoints, as the real one does
+   * (generationEpoch.ts); off by default, so a generation's first batch asks the database.
+   */
+  primeCheckpoints?: boolean;
 }
 
 async function setup(options: Setup = {}) {
@@ -211,7 +221,10 @@ async function setup(options: Setup = {}) {
     feed,
     events,
     log,
-    epochSession: heldSession(options.readRebuildEpoch ?? db.readRebuildEpoch),
+    epochSession: heldSession(
+      options.readRebuildEpoch ?? db.readRebuildEpoch,
+      options.primeCheckpoints === true ? () => db.checkpointsRead() : undefined,
+    ),
     workers: {
       runTransaction: db.run,
       slots: options.slots ?? ((run) => run()),
@@ -225,11 +238,21 @@ async function setup(options: Setup = {}) {
   return { feed, db, member, seen, committed };
 }
 
-/** A lock session held throughout, whose epoch reads `read` answers (test/unit/engine/rebuildEpochSession.test.ts loses it). */
-function heldSession(read: () => Promise<string>): EpochSession {
+/**
+ * A lock session held throughout, whose epoch reads `read` answers, with the checkpoints
+ * `checkpoints` gives read in the same statement (test/unit/engine/rebuildEpochSession.test.ts loses it).
+ */
+function heldSession(
+  read: () => Promise<string>,
+  checkpoints?: () => ReadonlyMap<PartitionKey, string>,
+): EpochSession {
   return {
     heldSession: () => 1,
-    readRebuildEpoch: async () => ({ kind: "read", epoch: await read() }),
+    // The checkpoints as they were when the read was sent (a gated read returns them stale).
+    readRebuildEpoch: async () => {
+      const known = checkpoints?.();
+      return { kind: "read", epoch: await read(), checkpoints: known };
+    },
     whenHeld: () => Promise.resolve(true),
   };
 }
@@ -360,6 +383,56 @@ describe("PartitionWorker (through Member, with a fake feed and database)", () =
     await Promise.resolve();
     expect(db.requests).toHaveLength(1);
     expect(feed.committed()).toEqual([]);
+  });
+
+  it("skips a generation's first batch below the checkpoint its epoch read found, without asking the database", async () => {
+    const { feed, db, seen } = await setup({ primeCheckpoints: true });
+    const gate = deferred();
+    const read = db.readRebuildEpoch;
+    vi.spyOn(db, "readRebuildEpoch").mockImplementationOnce(async () => {
+      await gate.promise;
+      return read();
+    });
+    db.checkpoints.set(0, 100n); // a replay: the projection already applied up to 99
+    const g = feed.join([0]);
+    // Fetched (and decoded) before the read answers: the worker waits for it, as a transaction would.
+    expect(feed.listener.decodeFloor!({ topic: TOPIC, partition: 0 })).toBeUndefined();
+    feed.listener.fetched(batch(g, 0, 9));
+    gate.resolve();
+    await vi.waitFor(() => expect(seen).toEqual(["batchCommitted 9 fastPath"]));
+    // Later fetches of the generation are passed over undecoded below it.
+    expect(feed.listener.decodeFloor!({ topic: TOPIC, partition: 0 })).toBe("100");
+    // A batch that reaches the checkpoint goes to the database.
+    feed.listener.fetched(batch(g, 90, 109));
+    await vi.waitFor(() => expect(seen).toEqual(["batchCommitted 9 fastPath", "batchCommitted 109"]));
+    expect(db.requests.map((r) => r.throughOffset)).toEqual(["109"]);
+    expect(db.applied).toEqual(offsets(100, 109));
+  });
+
+  it("waits for the generation's epoch read before judging a batch fetched meanwhile, and keeps no checkpoint read for an earlier assignment", async () => {
+    const { feed, db, seen } = await setup({ primeCheckpoints: true });
+    const gate = deferred();
+    let reads = 0;
+    const read = db.readRebuildEpoch;
+    vi.spyOn(db, "readRebuildEpoch").mockImplementation(async () => {
+      reads += 1;
+      if (reads === 1) await gate.promise;
+      return read();
+    });
+    db.checkpoints.set(0, 100n);
+    const first = feed.join([0]);
+    feed.listener.fetched(batch(first, 0, 9));
+    await Promise.resolve();
+    expect(db.requests).toEqual([]);
+    // The partition is assigned again before the first read answers; the rebuild between the two
+    // reads moved the checkpoint back: the first read's 100 must not be cached for the second.
+    db.rebuild();
+    const second = feed.join([0]);
+    gate.resolve();
+    feed.listener.fetched(batch(second, 0, 9));
+    await vi.waitFor(() => expect(seen).toEqual(["batchCommitted 9"]));
+    expect(db.applied).toEqual(offsets(0, 9));
+    expect(feed.committed()).toEqual(["commit 0@10 committed"]);
   });
 
   it("skips a batch below the cached checkpoint without asking the database, and asks again after a rebalance", async () => {

@@ -334,13 +334,18 @@ describe("the rebuild epoch is read on the advisory-lock session held since the 
     const failOnce = Object.assign(new Error("canceling statement due to statement timeout"), {
       code: "57014",
     });
-    const reads = vi.spyOn(session, "readRebuildEpoch").mockRejectedValueOnce(failOnce);
+    // The read at the join fails (nothing primed, no transaction waited for it yet); the first
+    // transaction's read fails too, and the retry policy waits; the next read answers.
+    const reads = vi
+      .spyOn(session, "readRebuildEpoch")
+      .mockRejectedValueOnce(failOnce)
+      .mockRejectedValueOnce(failOnce);
     const first = feed.join([0]);
     feed.listener.fetched(batch(first, 0, 9));
     await vi.waitFor(() => expect(feed.committed()).toEqual(["commit 0@10 committed"]));
     expect(seen).toEqual(["retried 1 from 0"]);
-    expect(reads).toHaveBeenCalledTimes(2);
-    expect(reads.mock.calls.map(([serial]) => serial)).toEqual([1, 1]);
+    expect(reads).toHaveBeenCalledTimes(3);
+    expect(reads.mock.calls.map(([serial]) => serial)).toEqual([1, 1, 1]);
     expect(feed.rejoins()).toEqual([]);
     expect(db.applied).toEqual(offsets(0, 9));
   });
