@@ -1,15 +1,17 @@
 /**
- * The replay fast path's memory of one partition: the last checkpoint this member committed, so a
- * fetched batch entirely below it is counted as duplicates without a database round trip. Each
- * PartitionWorker holds one.
+ * The replay fast path's memory of one partition: its checkpoint as read when the generation began,
+ * or as the last transaction this member committed left it, so a fetched batch entirely below it is
+ * counted as duplicates without a database round trip. Each PartitionWorker holds one.
  *
  * Why skipping a batch below the cached value never loses a record:
  * - the value is only ever taken from the result of a committed transaction, which read the
  *   checkpoint under its row lock (docs/design.md "The transaction", step 2) and moved it forward only,
- *   so while the projection is not rebuilt it is never above the true checkpoint;
- * - every assignment (group join, rebalance) forgets the value and starts a new epoch, and the
- *   result of a transaction that began in an earlier epoch is not remembered. A partition handed to
- *   another member and back is therefore re-read from PostgreSQL by its next transaction;
+ *   or from the statement that read the generation's rebuild epoch on the lock session held since the
+ *   join (generationEpoch.ts: no rebuild ran in between), so while the projection is not rebuilt it
+ *   is never above the true checkpoint;
+ * - every assignment (group join, rebalance) forgets the value and starts a new epoch, and a value
+ *   read or committed for an earlier epoch is not remembered. A partition handed to another member
+ *   and back is therefore read again from PostgreSQL;
  * - a rebuild moves the checkpoints back (it empties the dedupe state) while the group has no
  *   members, but a member frozen past its session timeout may wake up still in its dead generation,
  *   its cache from before the rebuild. There the fast path only skips: nothing is written, and the
@@ -56,7 +58,8 @@ export class CachedCheckpoint {
   }
 
   /**
-   * Remembers `checkpoint` (the next offset to apply, as the committed transaction left it) when
+   * Remembers `checkpoint` (the next offset to apply, as a committed transaction left it or the
+   * generation's epoch read found it) when
    * `epoch` is still the current one and the value is ahead of what is cached; otherwise ignores it.
    * @throws RangeError when `checkpoint` is not a 64-bit offset.
    */

@@ -13,8 +13,9 @@
  *
  * The same statement reads the projection's checkpoints, and by the same proof none of them can
  * have been moved back by a rebuild since the join: each is at most the partition's checkpoint for as
- * long as the generation can commit offsets, so it primes the replay fast path (cachedCheckpoint.ts)
- * before the generation's first fetch is decoded and applied.
+ * long as the generation can commit offsets, so it primes the replay fast path (cachedCheckpoint.ts):
+ * the generation's first batches below it need no transaction, and are passed over undecoded when
+ * the read answers before they are fetched.
  */
 import { ReplayableError } from "../errors.js";
 import type { OffsetString } from "../offsets.js";
