@@ -29,7 +29,7 @@ export async function resolveVersion(
   if (rows.length === 0)
     throw new ReplayableError(
       "CONFIG_INVALID",
-      `projection ${projection.name} is versioned but has no version yet: run \`replayable migrate\` (it creates version 1)`,
+      `projection ${projection.name} is versioned but has no version yet: run \`replayable migrate --projection ${projection.name}\` (it creates version 1)`,
     );
   const row =
     version === undefined ? rows.find((r) => r.state === "live") : rows.find((r) => r.version === version);

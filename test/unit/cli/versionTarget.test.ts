@@ -55,6 +55,18 @@ describe("the --version option of replay, prune and dead-letters", () => {
     });
   });
 
+  it("on a versioned projection without a version, names the migrate command that makes version 1", async () => {
+    const versioned = { ...plain, versioned: true } as RegisteredProjection;
+    const noVersions = { query: () => Promise.resolve({ rows: [], rowCount: 0 }) } as unknown as pg.Pool;
+    await expect(
+      resolveVersionTarget(noVersions, versioned, undefined, undefined, "sales"),
+    ).rejects.toMatchObject({
+      code: "CONFIG_INVALID",
+      message:
+        "projection sales is versioned but has no version yet: run `replayable migrate --projection sales` (it creates version 1)",
+    });
+  });
+
   it("says which version it acts on", () => {
     const line = versionLine({
       projection: versionedInstance(plain, 2),
