@@ -173,7 +173,7 @@ export class ConsumerService {
       checkIntervalMs: config.dbLockCheckIntervalMs,
       keepAliveMs: config.dbKeepAliveMs,
       signal: this.abort.signal,
-      onLockedOut: (error) => this.fail(error),
+      onMustStop: (error) => this.fail(error),
       log,
     });
     const kafka = createKafka({

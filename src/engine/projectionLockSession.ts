@@ -64,8 +64,12 @@ export interface ProjectionLockSessionOptions {
   readonly checkIntervalMs?: number;
   /** Aborted when the member stops: the lock is no longer taken again. */
   readonly signal: AbortSignal;
-  /** Called when the lock cannot be taken again because a rebuild holds it: the member must stop. */
-  readonly onLockedOut: (error: ReplayableError) => void;
+  /**
+   * Called when the member must stop: the lock cannot be taken again because a rebuild holds it
+   * (PROJECTION_LOCKED), or a generation's epoch read found the plain projection converted to a
+   * versioned one (CONFIG_INVALID).
+   */
+  readonly onMustStop: (error: ReplayableError) => void;
   readonly log: Logger;
 }
 
@@ -82,6 +86,8 @@ export class ProjectionLockSession implements EpochSession {
   private sessionsLost = 0;
   /** The next health check of the held session. */
   private checkTimer: NodeJS.Timeout | undefined;
+  /** Whether onMustStop was called for a converted projection. */
+  private stopReported = false;
 
   /**
    * The session's statements run one at a time, in the order asked: the health check, a
@@ -148,6 +154,8 @@ export class ProjectionLockSession implements EpochSession {
    * read, so no rebuild (which needs the exclusive lock) ran in between.
    * @returns `lost` when `serial` is not the session held now, or it was lost during the read.
    * @throws the query's error when the session is still held (e.g. a statement timeout).
+   * @throws ReplayableError CONFIG_INVALID when the projection's key was converted to a version's
+   *   (docs/design.md "The rebuild epoch"); the member is told to stop.
    */
   async readRebuildEpoch(serial: number): Promise<SessionEpochRead> {
     await failpoint("rebuild-epoch-read");
@@ -159,8 +167,10 @@ export class ProjectionLockSession implements EpochSession {
       );
       // The session was lost while statements ahead of the read ran.
       if (read === undefined) return { kind: "lost" };
+      if (read.convertedTo !== undefined) throw this.converted(read.convertedTo);
       return { kind: "read", epoch: read.epoch, checkpoints: read.checkpoints };
     } catch (error) {
+      if (error instanceof ReplayableError && error.code === "CONFIG_INVALID") throw error;
       if (this.client !== client) return { kind: "lost" };
       // The connection's own "error" event may come a moment later, or never (a query on a client
       // already ended): a connection failure loses the session now, and it is taken again.
@@ -170,6 +180,26 @@ export class ProjectionLockSession implements EpochSession {
       }
       throw error;
     }
+  }
+
+  /**
+   * The error of a plain projection's key found converted to a version's (`migrate
+   * --convert-to-versioned` ran while this member's lock session was lost): the member must stop,
+   * as a plain member started now would be refused (ConsumerService's start check). Reported to
+   * {@link ProjectionLockSessionOptions.onMustStop} once.
+   */
+  private converted(convertedTo: string): ReplayableError {
+    const { projection } = this.options;
+    const error = new ReplayableError(
+      "CONFIG_INVALID",
+      `projection ${projection} was converted to versioned (\`replayable migrate --convert-to-versioned\`) while this member ran without its advisory lock (its PostgreSQL session was lost): its dedupe state is now version 1's (${convertedTo}), and this plain member would apply records beside it a second time. Stopped without applying more; run the versioned code (defineProjection({ versioned: true })) instead`,
+      { context: { projection, convertedTo } },
+    );
+    if (!this.stopReported) {
+      this.stopReported = true;
+      this.options.onMustStop(error);
+    }
+    return error;
   }
 
   /** {@inheritDoc EpochSession.whenHeld} */
@@ -250,12 +280,13 @@ export class ProjectionLockSession implements EpochSession {
     const { retry, signal, log } = this.options;
     for (let attempt = 0; !signal.aborted; attempt++) {
       try {
+        await failpoint("lock-take-again");
         await this.take();
         log.info({ sessionsLost: this.sessionsLost }, "projection's shared advisory lock taken again");
         return;
       } catch (error) {
         if (error instanceof ReplayableError && error.code === "PROJECTION_LOCKED") {
-          this.options.onLockedOut(error);
+          this.options.onMustStop(error);
           return;
         }
         const waited = await sleep(backoffDelayMs(attempt, retry.initialMs, retry.maxMs), true, {

@@ -28,13 +28,27 @@ const SELECT_EPOCH = {
   name: "replayable_rebuild_epoch",
   text: `SELECT coalesce(max(id), 0) AS rebuild_epoch FROM replayable.rebuilds WHERE projection = $1`,
 } as const;
-// One row per checkpoint of the projection, or one row of NULLs when it has none; the epoch in each.
+// One row per checkpoint of the projection, or one row of NULLs when it has none; the epoch in each,
+// and whether the latest rebuilds row is the one `migrate --convert-to-versioned` wrote for the
+// plain key (CONVERTED_TO below).
 const SELECT_EPOCH_AND_CHECKPOINTS = {
   name: "replayable_rebuild_epoch_checkpoints",
-  text: `SELECT e.rebuild_epoch, c.topic, c.partition, c.next_offset
-     FROM (SELECT coalesce(max(id), 0) AS rebuild_epoch FROM replayable.rebuilds WHERE projection = $1) e
+  text: `SELECT e.rebuild_epoch, e.converted_to, c.topic, c.partition, c.next_offset
+     FROM (SELECT coalesce(max(id), 0) AS rebuild_epoch,
+                  (SELECT r.offsets ->> 'convertedTo' FROM replayable.rebuilds r
+                    WHERE r.projection = $1 ORDER BY r.id DESC LIMIT 1) AS converted_to
+             FROM replayable.rebuilds WHERE projection = $1) e
      LEFT JOIN replayable.checkpoints c ON c.projection = $1`,
 } as const;
+
+/**
+ * The key of `offsets` in the `replayable.rebuilds` row `migrate --convert-to-versioned` writes for
+ * a plain projection's key when it re-keys its dedupe state to version 1's (src/versions/
+ * convertToVersioned.ts): that row is a new rebuild epoch of the plain key, which refuses the
+ * transactions of every generation begun before it, and marks the key as converted, which stops a
+ * plain member reading it at its next generation (docs/design.md "The rebuild epoch").
+ */
+export const CONVERTED_TO = "convertedTo";
 
 /** A locked checkpoint: offsets and the epoch are decimal strings (bigint). */
 export interface LockedCheckpoint {
@@ -83,12 +97,18 @@ export async function readRebuildEpoch(db: pg.Pool | pg.ClientBase, projection: 
 export interface EpochAndCheckpoints {
   /** As {@link readRebuildEpoch} returns it. */
   readonly epoch: string;
+  /**
+   * The dedupe key (`<name>@v1`) the plain key's state was moved to when the latest rebuilds row is
+   * a conversion's ({@link CONVERTED_TO}); undefined otherwise.
+   */
+  readonly convertedTo?: string;
   /** The next offset to apply per partition that has a checkpoint row (decimal strings). */
   readonly checkpoints: ReadonlyMap<PartitionKey, OffsetString>;
 }
 
 /**
- * The projection's rebuild epoch and its checkpoints, in one statement: what a consumer group
+ * The projection's rebuild epoch and its checkpoints (and whether its key was converted to a
+ * version's), in one statement: what a consumer group
  * generation reads when it begins, on the session holding the projection's shared advisory lock
  * (docs/design.md "The rebuild epoch"; the checkpoints prime the replay fast path, "The replay fast
  * path"). A projection with thousands of partitions reads as many rows, once per generation.
@@ -99,6 +119,7 @@ export async function readEpochAndCheckpoints(
 ): Promise<EpochAndCheckpoints> {
   const result = await db.query<{
     rebuild_epoch: string;
+    converted_to: string | null;
     topic: string | null;
     partition: number | null;
     next_offset: string | null;
@@ -108,5 +129,8 @@ export async function readEpochAndCheckpoints(
     if (row.topic === null || row.partition === null || row.next_offset === null) continue;
     checkpoints.set(partitionKey(row.topic, row.partition), row.next_offset);
   }
-  return { epoch: result.rows[0]!.rebuild_epoch, checkpoints };
+  const first = result.rows[0]!;
+  return first.converted_to === null
+    ? { epoch: first.rebuild_epoch, checkpoints }
+    : { epoch: first.rebuild_epoch, checkpoints, convertedTo: first.converted_to };
 }

@@ -20,6 +20,8 @@ export type FailpointName =
   | "offset-commit"
   /** A generation's rebuild epoch is about to be read (docs/design.md "The rebuild epoch"). */
   | "rebuild-epoch-read"
+  /** The member is about to try again to take the advisory lock whose session it lost. */
+  | "lock-take-again"
   /** `rebuild --execute` holds the projection's exclusive advisory lock and has changed nothing yet. */
   | "rebuild-locked"
   /** `promote`/`rollback` has switched the views in its transaction and not committed yet. */

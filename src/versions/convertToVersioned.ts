@@ -10,13 +10,16 @@
  * with their types and NOT NULL, indexes and constraints); any difference refuses the conversion
  * and changes nothing. Then, in one transaction: the empty `P_v1` goes, schema `P` is renamed
  * `P_v1` (its tables, indexes, sequences and other objects move with it), a new schema `P` gets the
- * views, the dedupe rows are re-keyed, and the registry and audit rows are written. The migrations
+ * views, the dedupe rows are re-keyed, a rebuilds row of the plain key ends its members' generations,
+ * and the registry and audit rows are written. The migrations
  * of `P_v1` stay recorded (`replayable."__drizzle_migrations_P@v1"`) as run by the check.
  */
 import pg from "pg";
 import { withTransaction } from "../db/withTransaction.js";
 import { ReplayableError } from "../errors.js";
 import { projectionLock, tryAdvisoryLock, advisoryUnlock } from "../sql/advisoryLocks.js";
+import { insertRebuild } from "../sql/insertRebuild.js";
+import { CONVERTED_TO } from "../sql/lockCheckpoint.js";
 import { insertVersion, insertVersionAudit, selectVersions } from "../sql/projectionVersions.js";
 import {
   dropVersionSchema,
@@ -102,7 +105,8 @@ export async function convertToVersioned(
 /**
  * The conversion's changes, in the caller's transaction: schema `<name>` becomes `<name>_v1` (the
  * check's empty one dropped first), a new `<name>` gets the views and the readers' grants, the
- * dedupe rows are re-keyed to `<name>@v1`, and the registry and audit rows are written.
+ * dedupe rows are re-keyed to `<name>@v1`, a `replayable.rebuilds` row of the plain key marks it
+ * converted (a new rebuild epoch, {@link CONVERTED_TO}), and the registry and audit rows are written.
  */
 async function moveIntoVersion(client: pg.PoolClient, name: string, groupId: string): Promise<Conversion> {
   const schema = versionSchema(name, 1);
@@ -118,6 +122,17 @@ async function moveIntoVersion(client: pg.PoolClient, name: string, groupId: str
     );
     moved[table] = String(result.rowCount ?? 0);
   }
+  // A new rebuild epoch of the plain key, after its rows were moved: a plain member whose lock
+  // session was lost (so the lock above did not see it) and whose generation began before this has
+  // its next transaction refused, and its next generation reads that the key was converted and stops
+  // (docs/design.md "The rebuild epoch"); without it, it would go on applying under the plain key.
+  await insertRebuild(client, {
+    projection: name,
+    groupId,
+    ...operator(),
+    forced: false,
+    offsets: { [CONVERTED_TO]: key },
+  });
   await insertVersion(client, {
     projection: name,
     version: 1,

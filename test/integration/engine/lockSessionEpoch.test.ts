@@ -35,13 +35,13 @@ it("reads the epoch on the session held since a serial, answers `lost` for a ter
   const application = `${projection}:lock`;
   const pool = createPool({ connectionString: db.url, max: 1, applicationName: application });
   const abort = new AbortController();
-  const lockedOut: Error[] = [];
+  const mustStop: Error[] = [];
   const session = new ProjectionLockSession({
     pool,
     projection,
     retry: { initialMs: 50, maxMs: 200 },
     signal: abort.signal,
-    onLockedOut: (error) => lockedOut.push(error),
+    onMustStop: (error) => mustStop.push(error),
     log: createLogger("silent"),
   });
   try {
@@ -82,7 +82,7 @@ it("reads the epoch on the session held since a serial, answers `lost` for a ter
     expect(second).toBeGreaterThan(first);
     expect(await session.readRebuildEpoch(first)).toEqual({ kind: "lost" });
     expect(await session.readRebuildEpoch(second)).toEqual({ kind: "read", epoch, checkpoints });
-    expect(lockedOut).toEqual([]);
+    expect(mustStop).toEqual([]);
   } finally {
     abort.abort();
     await session.release();
@@ -104,7 +104,7 @@ it("sends one statement at a time on the session: the health check, epoch reads 
     projection,
     retry: { initialMs: 50, maxMs: 200 },
     signal: abort.signal,
-    onLockedOut: () => undefined,
+    onMustStop: () => undefined,
     log: createLogger("silent"),
     checkIntervalMs: 1,
   });
@@ -121,6 +121,55 @@ it("sends one statement at a time on the session: the health check, epoch reads 
     expect(warnings.filter((message) => message.includes("already executing a query"))).toEqual([]);
   } finally {
     process.off("warning", onWarning);
+    abort.abort();
+    await session.release();
+    await pool.end();
+  }
+});
+
+it("a plain key whose latest rebuilds row is a conversion's: the read throws CONFIG_INVALID and tells the member to stop, once", async () => {
+  const projection = uniqueName("p");
+  const pool = createPool({ connectionString: db.url, max: 1, applicationName: `${projection}:lock` });
+  const abort = new AbortController();
+  const mustStop: Error[] = [];
+  const session = new ProjectionLockSession({
+    pool,
+    projection,
+    retry: { initialMs: 50, maxMs: 200 },
+    signal: abort.signal,
+    onMustStop: (error) => mustStop.push(error),
+    log: createLogger("silent"),
+  });
+  try {
+    await session.take();
+    const serial = session.heldSession()!;
+    // A rebuild's row: an epoch like any other.
+    await db.pool.query(
+      `INSERT INTO replayable.rebuilds (projection, group_id, os_user, host, offsets) VALUES ($1, 'g', 'test', 'test', '{}')`,
+      [projection],
+    );
+    expect(await session.readRebuildEpoch(serial)).toMatchObject({ kind: "read" });
+    // The row `migrate --convert-to-versioned` writes for the plain key after moving its state.
+    await db.pool.query(
+      `INSERT INTO replayable.rebuilds (projection, group_id, os_user, host, offsets)
+       VALUES ($1, 'g', 'test', 'test', jsonb_build_object('convertedTo', $1 || '@v1'))`,
+      [projection],
+    );
+    for (let i = 0; i < 2; i++) {
+      const error = await session.readRebuildEpoch(serial).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(error).toMatchObject({ code: "CONFIG_INVALID" });
+      expect((error as Error).message).toContain(`projection ${projection} was converted to versioned`);
+    }
+    expect(mustStop).toHaveLength(1);
+    expect(mustStop[0]).toMatchObject({
+      code: "CONFIG_INVALID",
+      context: { convertedTo: `${projection}@v1` },
+    });
+    expect(session.heldSession()).toBe(serial);
+  } finally {
     abort.abort();
     await session.release();
     await pool.end();

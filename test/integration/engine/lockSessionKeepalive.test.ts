@@ -33,7 +33,7 @@ it("sets the server's keepalive and TCP user timeout on the lock's own session",
     retry: { initialMs: 50, maxMs: 200 },
     keepAliveMs: 12_000,
     signal: abort.signal,
-    onLockedOut: () => undefined,
+    onMustStop: () => undefined,
     log: createLogger("silent"),
   });
   try {

@@ -221,3 +221,92 @@ describe("migrate --convert-to-versioned", () => {
     expect(await totals(`"${name}".totals`)).toEqual(model(50));
   });
 });
+
+describe("migrate --convert-to-versioned beside a member that lost its advisory-lock session", () => {
+  it("the member applies nothing more under the plain key and stops; version 1 then applies each record once", async () => {
+    const db = await createTestDatabase(false);
+    onTestFinished(() => db.drop());
+    const name = uniqueName("convlost");
+    const topic = uniqueName("convlost-topic");
+    await admin.createTopic(topic, 2);
+    await produceRecords(testKafka(), topic, sales(30));
+    const plainDir = tempFolder();
+    writePlainConfig(plainDir, name, topic);
+    const versionedDir = tempFolder();
+    writeVersionedConfig(versionedDir, name, topic);
+    const env = { DATABASE_URL: db.url };
+    const totals = async (table: string) =>
+      (
+        await db.pool.query<{ shop: string; sales: string; cents: string }>(
+          `SELECT shop, sales::text, cents::text FROM ${table} ORDER BY shop`,
+        )
+      ).rows;
+    const plainKeyRows = async () =>
+      (
+        await db.pool.query<{ n: string }>(
+          `SELECT (SELECT count(*) FROM replayable.checkpoints WHERE projection = $1)
+                + (SELECT count(*) FROM replayable.processed_events WHERE projection = $1) AS n`,
+          [name],
+        )
+      ).rows[0]!.n;
+
+    // The plain member applies the first 30 sales; once its lock session is lost, it waits 20 s
+    // before taking the lock again: the window in which the conversion finds the lock free.
+    const plain = startCliInTest(
+      ["run"],
+      { ...env, REPLAYABLE_FAILPOINTS: "lock-take-again=sleep:20000@1" },
+      {
+        cwd: plainDir,
+      },
+    );
+    await waitForCaughtUp(admin, name, topic);
+    expect(await totals(`"${name}".totals`)).toEqual(model(30));
+    const lockSession = await db.pool.query<{ pid: number }>(
+      "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = $1",
+      [`replayable:${name}:lock`],
+    );
+    expect(lockSession.rows).toHaveLength(1);
+    await db.pool.query("SELECT pg_terminate_backend($1)", [lockSession.rows[0]!.pid]);
+    await waitFor("the member to notice the lost lock session", () =>
+      plain.stderr().includes("lost the PostgreSQL session holding the projection's shared advisory lock")
+        ? true
+        : undefined,
+    );
+
+    const converted = await runCli(["migrate", "--convert-to-versioned"], env, { cwd: versionedDir });
+    expect(converted.code, converted.stderr).toBe(0);
+    // The race this test is about: the conversion ran before the member took its lock again.
+    expect(plain.stderr()).not.toContain("advisory lock taken again");
+
+    // The member's generation began before the conversion: its next batch must not be applied
+    // under the plain key (through the views into version 1's table), and it stops once it holds
+    // the lock again and finds the projection converted.
+    await produceRecords(testKafka(), topic, sales(20, 30));
+    let exitCode: number | null = null;
+    void plain.exited.then((exit) => (exitCode = exit.code));
+    // The lock is taken again 20 s after the loss, then one rejoin: well within 90 s.
+    await waitFor("the plain member to stop", () => (exitCode === null ? undefined : exitCode), 90_000);
+    expect(exitCode, plain.stderr()).toBe(2);
+    expect(plain.stderr()).toContain(`projection ${name} was converted to versioned`);
+    expect(await plainKeyRows()).toBe("0");
+    expect(await totals(`"${name}".totals`)).toEqual(model(30));
+
+    // Version 1's member (the plain projection's group) applies the 20 sales the plain one did not,
+    // and a replay of the whole log from the earliest offsets changes nothing.
+    const runVersion1 = async () => {
+      const member = startCliInTest(["run"], env, { cwd: versionedDir });
+      await waitForCaughtUp(admin, name, topic);
+      member.signal("SIGTERM");
+      expect((await member.exited).code, member.stderr()).toBe(0);
+    };
+    await runVersion1();
+    expect(await totals(`"${name}".totals`)).toEqual(model(50));
+    const replay = await runCli(["replay", "--projection", name, "--to-earliest", "--execute"], env, {
+      cwd: versionedDir,
+    });
+    expect(replay.code, replay.stderr).toBe(0);
+    await runVersion1();
+    expect(await totals(`"${name}".totals`)).toEqual(model(50));
+    expect(await plainKeyRows()).toBe("0");
+  });
+});
