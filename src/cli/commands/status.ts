@@ -12,7 +12,8 @@ import { topicsRefusingDescribe } from "../../kafka/accessCheck.js";
 import { createLogger } from "../../logger.js";
 import { resolveProjectionTopics } from "../../replay/projectionTopics.js";
 import { readCheckpoints } from "../../sql/readCheckpoints.js";
-import { selectVersions } from "../../sql/projectionVersions.js";
+import { selectVersions, type VersionRow } from "../../sql/projectionVersions.js";
+import { resolveVersion } from "../../versions/resolveVersion.js";
 import { versionedInstance } from "../../versions/versionNames.js";
 import { readVersionStart } from "../../sql/versionStart.js";
 import { versionProgress, type VersionProgress } from "../../versions/versionProgress.js";
@@ -151,11 +152,14 @@ async function printVersionsStatus(
   output: string,
 ): Promise<void> {
   const versions = [];
-  for (const row of await selectVersions(pool, projection.name)) {
-    if (row.state === "dropped") continue;
+  for (const row of await versionsToShow(pool, projection)) {
     const instance = versionedInstance(projection, row.version);
-    const status = await readPartitionStatus(admin, pool, instance, { ...config, groupId: row.groupId });
-    const progress = await progressOf(pool, projection.name, row.version, status.rows);
+    const { gone, ...status } = await readPartitionStatus(admin, pool, instance, {
+      ...config,
+      groupId: row.groupId,
+    });
+    const measured = await progressOf(pool, projection.name, row.version, status.rows);
+    const progress = { ...measured, eta: shownEta(measured.eta, gone) };
     versions.push({ version: row.version, state: row.state, groupId: row.groupId, progress, ...status });
   }
   if (output === "json") {
@@ -184,6 +188,31 @@ async function printVersionsStatus(
 }
 
 /**
+ * A version's ETA as `status` shows it: a lag of 0 is "caught up" only on the topics that still
+ * exist when some of its topics were deleted (their records cannot be read any more; the WARNING
+ * lines name them). Pure; exported for its unit test.
+ */
+export function shownEta(eta: string, goneTopics: readonly string[]): string {
+  return eta === "caught up" && goneTopics.length > 0 ? "caught up on the topics that exist" : eta;
+}
+
+/**
+ * The versions `status` shows: those not dropped, by version.
+ * @throws ReplayableError CONFIG_INVALID with {@link resolveVersion}'s hint when there is none: a
+ *   versioned projection that has no version yet (`replayable migrate --projection P` makes
+ *   version 1), or whose versions were all dropped.
+ */
+export async function versionsToShow(
+  pool: pg.Pool | pg.ClientBase,
+  projection: Projection<unknown>,
+): Promise<VersionRow[]> {
+  const rows = (await selectVersions(pool, projection.name)).filter((r) => r.state !== "dropped");
+  // With no version shown, resolveVersion has no live version to find: it throws its hint.
+  if (rows.length === 0) await resolveVersion(pool, projection);
+  return rows;
+}
+
+/**
  * A version's progress from its status rows: each partition's start offset is the one its group
  * was set to at creation (the `create` audit row), else (version 1, a partition added since) the
  * log start offset now; the rate is over the time since the registry's `created_at`.
@@ -208,8 +237,8 @@ async function progressOf(
 
 /**
  * Every partition's {@link PartitionStatus} of the topics `status` shows, and the warnings: topics
- * found in the group's offsets or the checkpoints but deleted since, committed offsets above the
- * high watermark.
+ * found in the group's offsets or the checkpoints but deleted since (also listed as `gone`),
+ * committed offsets above the high watermark.
  * @throws ReplayableError when a topic named or defaulted does not exist (a usage error).
  */
 async function readPartitionStatus(
@@ -217,7 +246,7 @@ async function readPartitionStatus(
   pool: pg.Pool,
   projection: Pick<Projection<unknown>, "name" | "defaultTopics">,
   config: Config,
-): Promise<{ rows: PartitionStatus[]; warnings: string[] }> {
+): Promise<{ rows: PartitionStatus[]; warnings: string[]; gone: string[] }> {
   const resolved = await resolveProjectionTopics(admin, pool, projection, config.groupId, config.topics);
   const rows: PartitionStatus[] = [];
   const warnings: string[] = [];
@@ -253,5 +282,5 @@ async function readPartitionStatus(
       if (warning !== undefined) warnings.push(warning);
     }
   }
-  return { rows, warnings };
+  return { rows, warnings, gone };
 }
