@@ -62,7 +62,7 @@ test-cluster: install pg ## leader changes and broker faults on a local three-br
 test-security: install pg ## TLS, SASL and ACLs against one secured broker (started and removed by the tests)
 	npm run test:security
 
-test-platformatic: up prometheus ## the guarantee suites again on the second Kafka client (KAFKA_CLIENT=platformatic, classic and KIP-848 groups, one and three brokers; issue 30)
+test-platformatic: up prometheus ## the guarantee suites again on the second Kafka client (KAFKA_CLIENT=platformatic, classic and KIP-848 groups, one and three brokers)
 	npm run test:platformatic
 
 # Three more JVMs do not fit beside the cluster's on 2 cores: the cluster (if this checkout started

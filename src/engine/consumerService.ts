@@ -271,7 +271,7 @@ export class ConsumerService {
       topicsSource:
         config.topics.length > 0
           ? "REPLAYABLE_TOPICS, --topic or the config file's topics"
-          : `projection ${this.options.projection.name}'s default topics; name others with --topic`,
+          : `the default topics of projection ${this.options.projection.name}; name others with --topic`,
       sessionTimeoutMs: config.sessionTimeoutMs,
       heartbeatIntervalMs: config.heartbeatIntervalMs,
       fetchLimits: fetchLimitsOf(plan),

@@ -45,7 +45,7 @@ export async function resolveProjectionTopics(
   return {
     topics: [...projection.defaultTopics],
     source: "default",
-    label: `projection ${projection.name}'s default topics; name others with --topic`,
+    label: `the default topics of projection ${projection.name}; name others with --topic`,
   };
 }
 

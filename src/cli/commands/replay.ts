@@ -172,7 +172,7 @@ function report(
   );
   if (plan.timestamp !== undefined) out(`Timestamp: ${plan.timestamp}`);
   printTable(plan.partitions.map(row));
-  for (const line of notes(plan)) out(line);
+  for (const line of replayNotes(plan)) out(line);
   const t = plan.totals;
   out(
     `${outcome.kind === "dry-run" ? "After --execute, the next" : "The next"} \`replayable run\` re-reads ${t.duplicates} records as duplicates (effects skipped), applies ${t.firstApplies} for the first time, and skips ${t.skipped} for good. Counts are offset distances: upper bounds when offsets have gaps.`,
@@ -212,7 +212,12 @@ function row(p: PartitionPlan): Record<string, string | number> {
   };
 }
 
-function notes(plan: ReplayPlan): string[] {
+/**
+ * The lines `replay` prints under its plan: an offset moved into [log start offset, high
+ * watermark], records a forward reset will never apply, a committed offset or a checkpoint above
+ * the high watermark. Pure; exported for its unit test.
+ */
+export function replayNotes(plan: Pick<ReplayPlan, "partitions">): string[] {
   const lines: string[] = [];
   for (const p of plan.partitions) {
     const where = `${p.topic}:${p.partition}`;
@@ -222,7 +227,9 @@ function notes(plan: ReplayPlan): string[] {
       );
     if (p.skipped !== "0")
       lines.push(
-        `WARNING: ${where}: the new offset ${p.newOffset} is past the checkpoint ${p.checkpoint ?? "0"}: up to ${p.skipped} records before it will never be applied`,
+        p.checkpoint === null
+          ? `WARNING: ${where}: the new offset ${p.newOffset} is past the log start offset ${p.logStartOffset} and the projection has no checkpoint here (it applied nothing): up to ${p.skipped} records before it will never be applied`
+          : `WARNING: ${where}: the new offset ${p.newOffset} is past the checkpoint ${p.checkpoint}: up to ${p.skipped} records before it will never be applied`,
       );
     if (p.committedAheadOfLog)
       lines.push(
@@ -242,6 +249,7 @@ function notes(plan: ReplayPlan): string[] {
  */
 function topicSource(source: SettingSource, projection: string): string {
   if (source === "named") return "--topic or REPLAYABLE_TOPICS";
-  const whose = source === "file" ? "the config file's topics" : `projection ${projection}'s default topics`;
+  const whose =
+    source === "file" ? "the config file's topics" : `the default topics of projection ${projection}`;
   return `${whose}; name others with --topic, or use --all-topics`;
 }

@@ -50,14 +50,14 @@ export default defineConfig({
     const result = await runCli(["status"], { DATABASE_URL: stack.db.url }, { cwd: dir });
     expectNoErrorLogLine(result.stderr);
     expect(result.stderr).toContain(
-      `replayable: topic ${topic} (projection ${name}'s default topics; name others with --topic) does not exist on the cluster; create it first or correct the name`,
+      `replayable: topic ${topic} (the default topics of projection ${name}; name others with --topic) does not exist on the cluster; create it first or correct the name`,
     );
     expect(result.code).toBe(2);
     // replay too (it named --topic, not given; newcomer finding), with --all-topics as the way out.
     const replay = await runCli(["replay", "--to-earliest"], { DATABASE_URL: stack.db.url }, { cwd: dir });
     expectNoErrorLogLine(replay.stderr);
     expect(replay.stderr).toContain(
-      `replayable: topic ${topic} (projection ${name}'s default topics; name others with --topic, or use --all-topics) does not exist on the cluster; create it first or correct the name`,
+      `replayable: topic ${topic} (the default topics of projection ${name}; name others with --topic, or use --all-topics) does not exist on the cluster; create it first or correct the name`,
     );
     expect(replay.code).toBe(2);
     // run names the same source (it named REPLAYABLE_TOPICS or --topic, neither of them set).
@@ -65,7 +65,7 @@ export default defineConfig({
     const run = await runCli(["run", "--no-migrate"], { DATABASE_URL: stack.db.url }, { cwd: dir });
     expectNoErrorLogLine(run.stderr);
     expect(run.stderr).toContain(
-      `replayable: topic ${topic} (projection ${name}'s default topics; name others with --topic) does not exist on the cluster; create it first or correct the name`,
+      `replayable: topic ${topic} (the default topics of projection ${name}; name others with --topic) does not exist on the cluster; create it first or correct the name`,
     );
     expect(run.code).toBe(2);
   });
