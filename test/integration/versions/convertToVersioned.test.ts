@@ -250,11 +250,11 @@ describe("migrate --convert-to-versioned beside a member that lost its advisory-
         )
       ).rows[0]!.n;
 
-    // The plain member applies the first 30 sales; once its lock session is lost, it waits 20 s
+    // The plain member applies the first 30 sales; once its lock session is lost, it waits 30 s
     // before taking the lock again: the window in which the conversion finds the lock free.
     const plain = startCliInTest(
       ["run"],
-      { ...env, REPLAYABLE_FAILPOINTS: "lock-take-again=sleep:20000@1" },
+      { ...env, REPLAYABLE_FAILPOINTS: "lock-take-again=sleep:30000@1" },
       {
         cwd: plainDir,
       },
@@ -284,7 +284,7 @@ describe("migrate --convert-to-versioned beside a member that lost its advisory-
     await produceRecords(testKafka(), topic, sales(20, 30));
     let exitCode: number | null = null;
     void plain.exited.then((exit) => (exitCode = exit.code));
-    // The lock is taken again 20 s after the loss, then one rejoin: well within 90 s.
+    // The lock is taken again 30 s after the loss, then one rejoin: well within 90 s.
     await waitFor("the plain member to stop", () => (exitCode === null ? undefined : exitCode), 90_000);
     expect(exitCode, plain.stderr()).toBe(2);
     expect(plain.stderr()).toContain(`projection ${name} was converted to versioned`);
