@@ -10,7 +10,7 @@ import { checkVersionedRunPrivileges } from "../db/privileges.js";
 import { checkDatabase } from "../db/startupCheck.js";
 import { createPool } from "../db/pool.js";
 import { loadWebConfig } from "../metrics/webConfig.js";
-import { loadPlatformaticKafka } from "../kafka/platformatic/loadClient.js";
+import { assertPlatformaticPatched, loadPlatformaticKafka } from "../kafka/platformatic/loadClient.js";
 import { noBrokerAnswers } from "../kafka/accessCheck.js";
 import { createLogger, stderrDestination } from "../logger.js";
 import { createMetrics, type Metrics } from "../metrics/metrics.js";
@@ -56,8 +56,9 @@ export async function runProjection(target: RunTarget): Promise<void> {
   const { setup, projection: registered } = target;
   loadWebConfig(setup.config.metrics.webConfigFile); // its problems before anything connects
   // A Node.js too old for @platformatic/kafka fails here, before migrating, logging the start or
-  // serving /metrics: a setting that cannot run, like any bad setting.
-  if (setup.config.kafka.client === "platformatic") await loadPlatformaticKafka();
+  // serving /metrics: a setting that cannot run, like any bad setting; so does a library without
+  // replayable's patch.
+  if (setup.config.kafka.client === "platformatic") assertPlatformaticPatched(await loadPlatformaticKafka());
   const unreachable = (error: unknown) => unreachableDatabase(setup.config, error);
   if (target.migrate) {
     await migrateAndCheck(setup.config.databaseUrl, [registered], setup.configFile).catch(

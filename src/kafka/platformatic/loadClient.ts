@@ -41,3 +41,20 @@ export async function loadPlatformaticKafka(version: string = process.version): 
     });
   }
 }
+
+/**
+ * Refuses an unpatched @platformatic/kafka on the consume path: replayable's patch
+ * (patches/README.md, "@platformatic+kafka+2.12.1+001+failed-broker-last.patch") makes its metadata
+ * lookups try a broker whose request timed out after the others; without it a silent (half-open)
+ * first bootstrap broker holds every metadata refresh, and every fetch of the member waiting on it,
+ * for a request timeout (30 s). The patch adds `ConnectionPool.prototype.brokersByHealth`.
+ * @throws ReplayableError KAFKA naming patches/README.md when the loaded library lacks the patch.
+ */
+export function assertPlatformaticPatched(lib: PlatformaticKafka): void {
+  if ("brokersByHealth" in lib.ConnectionPool.prototype) return;
+  throw new ReplayableError(
+    "KAFKA",
+    "KAFKA_CLIENT=platformatic: the @platformatic/kafka loaded lacks replayable's patch failed-broker-last: a silent bootstrap broker would stall every fetch for a request timeout at each metadata refresh. Install replayable with npm or pnpm (they install the patched copy it bundles), or, in a checkout, run `npm ci` (its postinstall applies patches/ with patch-package); see patches/README.md",
+    { context: { missing: ["failed-broker-last"] } },
+  );
+}

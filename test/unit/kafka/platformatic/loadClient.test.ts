@@ -1,7 +1,9 @@
 /** KAFKA_CLIENT=platformatic on a Node.js the library does not support fails at start with the version needed. */
 import { describe, expect, it } from "vitest";
 import {
+  assertPlatformaticPatched,
   loadPlatformaticKafka,
+  type PlatformaticKafka,
   supportsPlatformatic,
 } from "../../../../src/kafka/platformatic/loadClient.js";
 
@@ -28,5 +30,20 @@ describe("loading @platformatic/kafka", () => {
         /KAFKA_CLIENT=platformatic.*Node\.js >= 22\.22\.0.*24\.6\.0.*v22\.15\.0/s,
       ) as unknown,
     });
+  });
+
+  it("refuses a library without replayable's patch (KAFKA, naming patches/README.md) and accepts one with it", () => {
+    class Unpatched {}
+    class Patched {
+      brokersByHealth(): void {}
+    }
+    const lib = (ConnectionPool: unknown) => ({ ConnectionPool }) as unknown as PlatformaticKafka;
+    expect(() => assertPlatformaticPatched(lib(Unpatched))).toThrow(
+      expect.objectContaining({
+        code: "KAFKA",
+        message: expect.stringMatching(/failed-broker-last.*patches\/README\.md/s) as unknown,
+      }),
+    );
+    expect(() => assertPlatformaticPatched(lib(Patched))).not.toThrow();
   });
 });
