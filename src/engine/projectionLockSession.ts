@@ -184,7 +184,8 @@ export class ProjectionLockSession implements EpochSession {
 
   /**
    * The error of a plain projection's key found converted to a version's (`migrate
-   * --convert-to-versioned` ran while this member's lock session was lost): the member must stop,
+   * --convert-to-versioned` ran while this member's lock session was lost, or the member's role
+   * could not read the version registry when it started): the member must stop,
    * as a plain member started now would be refused (ConsumerService's start check). Reported to
    * {@link ProjectionLockSessionOptions.onMustStop} once.
    */
@@ -192,7 +193,7 @@ export class ProjectionLockSession implements EpochSession {
     const { projection } = this.options;
     const error = new ReplayableError(
       "CONFIG_INVALID",
-      `projection ${projection} was converted to versioned (\`replayable migrate --convert-to-versioned\`) while this member ran without its advisory lock (its PostgreSQL session was lost): its dedupe state is now version 1's (${convertedTo}), and this plain member would apply records beside it a second time. Stopped without applying more; run the versioned code (defineProjection({ versioned: true })) instead`,
+      `projection ${projection} was converted to versioned (\`replayable migrate --convert-to-versioned\`): its dedupe state is now version 1's (${convertedTo}), and this plain member would apply records beside it a second time (it ran while the conversion found its advisory lock free, its PostgreSQL session lost, or it started with a role that cannot read the version registry its start-up check reads). Stopped without applying more; run the versioned code (defineProjection({ versioned: true })) instead`,
       { context: { projection, convertedTo } },
     );
     if (!this.stopReported) {
