@@ -140,7 +140,9 @@ export const deadLetters = replayableSchema.table(
 );
 
 /**
- * One row per `rebuild`: when, by whom, and which offsets it reset (issue #4). The id of a
+ * One row per `rebuild` (when, by whom, and which offsets it reset; issue #4), and one per
+ * `migrate --convert-to-versioned` under the plain key it ends (`offsets.convertedTo`, the
+ * version's key). The id of a
  * projection's latest row is its rebuild epoch, read in every batch transaction (with the
  * checkpoint lock): `rebuilds_projection_id_idx` makes that one index probe, however many rebuilds
  * of other projections the table holds.

@@ -1,4 +1,7 @@
-/** The audit row of a `rebuild`: when, by whom, and which offsets it reset. */
+/**
+ * The audit row of a `rebuild` (when, by whom, and which offsets it reset), or of a conversion to
+ * versioned under the plain key it ends (`offsets.convertedTo`): a new rebuild epoch either way.
+ */
 import type pg from "pg";
 
 /** What {@link insertRebuild} records. `offsets` is stored as jsonb. */
@@ -11,7 +14,7 @@ export interface RebuildAudit {
   readonly offsets: unknown;
 }
 
-/** Inserts one row into replayable.rebuilds (inside the rebuild's transaction); returns its id. */
+/** Inserts one row into replayable.rebuilds (inside the rebuild's or conversion's transaction); returns its id. */
 export async function insertRebuild(client: pg.ClientBase, audit: RebuildAudit): Promise<string> {
   const result = await client.query<{ id: string }>(
     `INSERT INTO replayable.rebuilds (projection, group_id, os_user, host, forced, offsets)

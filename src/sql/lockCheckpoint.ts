@@ -86,7 +86,8 @@ export async function lockCheckpoint(
 /**
  * The projection's rebuild epoch: the id of its latest row in replayable.rebuilds (a decimal string),
  * "0" when it was never rebuilt. A rebuild inserts that row in the transaction that empties the
- * projection, so the epoch grows exactly when the dedupe state is emptied.
+ * projection, and a conversion to versioned in the transaction that moves the plain key's dedupe
+ * state to version 1's, so the epoch grows exactly when the key's dedupe state is emptied.
  */
 export async function readRebuildEpoch(db: pg.Pool | pg.ClientBase, projection: string): Promise<string> {
   const result = await db.query<{ rebuild_epoch: string }>({ ...SELECT_EPOCH, values: [projection] });
