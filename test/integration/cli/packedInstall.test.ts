@@ -353,7 +353,7 @@ async function deadLetters(projection: string): Promise<[string, string][]> {
 }
 
 describe("replayable as a user installs it: npm pack, npm install <tarball>, npx replayable", () => {
-  it("packs the compiled CLI, the migrations and the patched KafkaJS, and installs without tsx or sources", async () => {
+  it("packs the compiled CLI, the migrations and the patched Kafka clients, and installs without tsx or sources", async () => {
     const files = packed.files.map((f) => f.path);
     expect(files).toEqual(
       expect.arrayContaining([
@@ -363,10 +363,12 @@ describe("replayable as a user installs it: npm pack, npm install <tarball>, npx
         "dist/src/index.d.ts",
         "drizzle/engine/meta/_journal.json",
         "node_modules/kafkajs/src/consumer/filterAbortedMessages.js",
+        "node_modules/@platformatic/kafka/dist/network/connection-pool.js",
       ]),
     );
     expect(files.filter((f) => /^(src|test|patches)\//.test(f))).toEqual([]);
-    expect(packed.bundled).toEqual(["kafkajs"]);
+    // The two clients as patched here, @platformatic/kafka with the dependencies it needs.
+    expect(packed.bundled).toEqual(expect.arrayContaining(["kafkajs", "@platformatic/kafka"]));
     const manifest = JSON.parse(readFileSync(join(project, "package.json"), "utf8")) as {
       dependencies: Record<string, string>;
     };
@@ -374,11 +376,34 @@ describe("replayable as a user installs it: npm pack, npm install <tarball>, npx
 
     const root = join(project, "node_modules", "replayable");
     expect(existsSync(join(root, "node_modules", "kafkajs", "package.json"))).toBe(true);
+    const pool = join(
+      root,
+      "node_modules",
+      "@platformatic",
+      "kafka",
+      "dist",
+      "network",
+      "connection-pool.js",
+    );
+    expect(readFileSync(pool, "utf8")).toContain("brokersByHealth");
+    // What `run` with KAFKA_CLIENT=platformatic checks at start-up, on the installed package: the
+    // copy it resolves is the bundled, patched one.
+    const loader = join(root, "dist", "src", "kafka", "platformatic", "loadClient.js");
+    const patched = await sh(
+      process.execPath,
+      [
+        "--input-type=module",
+        "-e",
+        `const m = await import(${JSON.stringify(loader)}); m.assertPlatformaticPatched(await m.loadPlatformaticKafka()); console.log("patched");`,
+      ],
+      project,
+    );
+    expect(patched.trim()).toBe("patched");
     expect(existsSync(join(root, "src"))).toBe(false);
     expect(existsSync(join(project, "node_modules", "tsx"))).toBe(false);
     // Source maps point at src/, which is not shipped: each carries its sources' text instead, so
     // a stack trace or a debugger shows the TypeScript (issue 28).
-    const maps = files.filter((f) => f.endsWith(".map"));
+    const maps = files.filter((f) => f.startsWith("dist/") && f.endsWith(".map"));
     expect(maps.length).toBeGreaterThan(0);
     for (const map of maps) {
       const parsed = JSON.parse(readFileSync(join(root, map), "utf8")) as {
