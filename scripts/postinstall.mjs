@@ -2,7 +2,8 @@
 // what each patch fixes). Runs when this package is the project being installed (`npm ci` or
 // `npm install` in a checkout, the Docker build) and fails the install when a patch does not apply.
 // Installed as a dependency of another project it does nothing: the published package bundles its
-// patched KafkaJS (`bundleDependencies`), and patch-package is a development dependency.
+// patched KafkaJS and @platformatic/kafka (`bundleDependencies`), and patch-package is a development
+// dependency.
 import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { sep } from "node:path";

@@ -6,7 +6,7 @@
  * refresh waited a request timeout there before trying the next broker, and every fetch of the
  * member, on every broker, waits for the refresh it shares (the library's fetch reads the metadata
  * first): all partitions stalled for a request timeout at each refresh. The patch
- * (patches/README.md, "@platformatic+kafka+2.12.1.patch") makes the connection pool try a broker
+ * (patches/README.md, "@platformatic+kafka+2.12.1+001+failed-broker-last.patch") makes the connection pool try a broker
  * whose connection failed or whose request timed out after the others for a while, as the Java
  * client's `NetworkClient.leastLoadedNode` skips nodes in reconnect backoff.
  *
