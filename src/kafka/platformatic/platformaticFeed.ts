@@ -31,7 +31,7 @@ import { OffsetCommits } from "../offsetCommits.js";
 import { committedBatches } from "./abortedTransactions.js";
 import { ConsumerGroupMember, type TopicAssignment } from "./consumerGroupMember.js";
 import { committedOffsetsWithoutMember, generationCommitter } from "./generationCommits.js";
-import { loadPlatformaticKafka, type PlatformaticKafka } from "./loadClient.js";
+import { assertPlatformaticPatched, loadPlatformaticKafka, type PlatformaticKafka } from "./loadClient.js";
 import type { PlatformaticSecurity } from "./platformaticSecurity.js";
 import { offsetOf, toRecord, type RawRecord } from "./toRecord.js";
 
@@ -170,12 +170,14 @@ export class PlatformaticFeed implements Feed {
    * starts from the earliest offset) and starts fetching.
    * @throws ReplayableError CONFIG_INVALID when this Node.js cannot run @platformatic/kafka, or
    *   naming a topic that does not exist.
-   * @throws ReplayableError KAFKA when the first group join fails for a reason no retry can fix.
+   * @throws ReplayableError KAFKA when the loaded library lacks replayable's patch
+   *   (assertPlatformaticPatched), or when the first group join fails for a reason no retry can fix.
    */
   start(listener: FeedListener): Promise<void> {
     this.listener = listener;
     this.started ??= (async () => {
       const lib = await (this.options.load ?? loadPlatformaticKafka)();
+      assertPlatformaticPatched(lib);
       await assertTopicsExist(
         this.options.kafka,
         this.options.topics,
@@ -192,9 +194,12 @@ export class PlatformaticFeed implements Feed {
         sessionTimeout: options.sessionTimeoutMs,
         rebalanceTimeout: Math.max(options.sessionTimeoutMs * 2, 60_000),
         heartbeatInterval: options.heartbeatIntervalMs,
-        // A JoinGroup waits for the other members up to the rebalance timeout; 30 s per request
-        // (KafkaJS's requestTimeout) lets it retry rather than fail.
-        timeout: 30_000,
+        // Per request, on every connection (KafkaJS's requestTimeout; the library's default). A
+        // JoinGroup gets no longer (the Java client gives it the rebalance timeout + 5 s): one that
+        // waits longer for the other members times out, and the library joins again. (The option
+        // `timeout` is the time limit the library's admin and producer send to the broker; no
+        // request of the consumer carries one.)
+        requestTimeout: 30_000,
         retries: 3,
         retryDelay: 300,
         metadataMaxAge: 30_000,

@@ -7,18 +7,39 @@
  * member, on every broker, waits for the refresh it shares (the library's fetch reads the metadata
  * first): all partitions stalled for a request timeout at each refresh. The patch
  * (patches/README.md, "@platformatic+kafka+2.12.1+001+failed-broker-last.patch") makes the connection pool try a broker
- * whose connection failed or whose request timed out after the others for a while, as the Java
- * client's `NetworkClient.leastLoadedNode` skips nodes in reconnect backoff.
+ * whose connection failed or whose request timed out, with no response since, after the others
+ * (the one that failed longest ago first), as the Java client's `NetworkClient.leastLoadedNode`
+ * prefers nodes that are not in reconnect backoff.
  *
- * A real broker, once directly and once behind a silent fault proxy listed first; 1 s request
- * timeout, no retries, so one lookup tries one broker.
+ * A real broker, directly and behind fault proxies; 1 s request timeout, no retries, so one lookup
+ * tries one broker.
  */
 import { afterEach, expect, it } from "vitest";
+import type { Broker, Connection, ConnectionPool } from "@platformatic/kafka";
 import { loadPlatformaticKafka } from "../../../src/kafka/platformatic/loadClient.js";
 import { FaultProxy } from "../../helpers/faultProxy.js";
 import { BROKERS } from "../../helpers/stack.js";
 
 const cleanups: (() => Promise<unknown>)[] = [];
+
+/** The patched pool's order of bootstrap lookups (patches/README.md); its types do not declare it. */
+type PatchedPool = ConnectionPool & { brokersByHealth(brokers: Broker[]): Broker[] };
+
+/** The pool's connection to `broker` sends ApiVersions; resolves when it answers, rejects when it times out (after the connection closed). */
+async function ask(
+  lib: Awaited<ReturnType<typeof loadPlatformaticKafka>>,
+  pool: ConnectionPool,
+  broker: Broker,
+): Promise<void> {
+  const connection: Connection = await pool.get(broker);
+  const closed = new Promise((resolve) => connection.once("close", resolve));
+  try {
+    await lib.apiVersionsV3.api.async(connection, "platformatic-bootstrap-test", "1.0.0");
+  } catch (error) {
+    await closed;
+    throw error;
+  }
+}
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
@@ -47,4 +68,43 @@ it("a bootstrap broker whose request timed out is tried after the others by the 
   const metadata = await admin.metadata({ topics: [], forceUpdate: true });
   expect(metadata.brokers.size).toBeGreaterThan(0);
   expect(silent.connections()).toHaveLength(1);
+});
+
+it("a response clears a broker's mark, and marked brokers are tried the one that failed longest ago first", async () => {
+  const broker = BROKERS[0] ?? "127.0.0.1:9092";
+  const [host = "127.0.0.1", port] = broker.split(":");
+  const proxies = await Promise.all(
+    ["a", "b"].map((name) =>
+      FaultProxy.start({ target: { host, port: Number(port) }, name: `broker-${name}` }),
+    ),
+  );
+  for (const proxy of proxies) cleanups.push(() => proxy.close());
+  const [a, b] = proxies.map((proxy) => ({ host: "127.0.0.1", port: proxy.port }));
+  const [proxyA, proxyB] = proxies;
+  if (!a || !b || !proxyA || !proxyB) throw new Error("two proxies expected");
+
+  const lib = await loadPlatformaticKafka();
+  const pool = new lib.ConnectionPool("platformatic-bootstrap-test", { requestTimeout: 1000 }) as PatchedPool;
+  cleanups.push(() => pool.close());
+
+  // B fails first, then A: with both marked, B (the older failure) is tried first. Without the
+  // ordering, every broker marked meant the list's own order (A first).
+  proxyA.setMode("silent");
+  proxyB.setMode("silent");
+  await expect(ask(lib, pool, b)).rejects.toThrow(/timed out/i);
+  await expect(ask(lib, pool, a)).rejects.toThrow(/timed out/i);
+  expect(pool.brokersByHealth([a, b])).toEqual([b, a]);
+
+  // B answers again: its mark is cleared and it keeps its place before A; A stays last.
+  proxyB.setMode("pass");
+  await ask(lib, pool, b);
+  expect(pool.brokersByHealth([a, b])).toEqual([b, a]);
+  expect(pool.brokersByHealth([b, a])).toEqual([b, a]);
+
+  // A answers again too: the list's own order. Without the clearing, A stayed last for minutes
+  // after it answered (a JoinGroup that waited longer than the request timeout marked a healthy
+  // coordinator that way).
+  proxyA.setMode("pass");
+  await ask(lib, pool, a);
+  expect(pool.brokersByHealth([a, b])).toEqual([a, b]);
 });

@@ -1,5 +1,8 @@
 /** KAFKA_CLIENT=platformatic on a Node.js the library does not support fails at start with the version needed. */
+import { Kafka } from "kafkajs";
+import { pino } from "pino";
 import { describe, expect, it } from "vitest";
+import { PlatformaticFeed } from "../../../../src/kafka/platformatic/platformaticFeed.js";
 import {
   assertPlatformaticPatched,
   loadPlatformaticKafka,
@@ -45,5 +48,26 @@ describe("loading @platformatic/kafka", () => {
       }),
     );
     expect(() => assertPlatformaticPatched(lib(Patched))).not.toThrow();
+  });
+
+  it("a PlatformaticFeed (the embedded ConsumerService's path) refuses an unpatched library at start, before any request", async () => {
+    class Unpatched {}
+    // No broker listens on port 1: a request sent would fail with a connection error instead.
+    const feed = new PlatformaticFeed({
+      kafka: new Kafka({ clientId: "load-client-test", brokers: ["127.0.0.1:1"], retry: { retries: 0 } }),
+      brokers: ["127.0.0.1:1"],
+      clientId: "load-client-test",
+      groupId: "load-client-test",
+      topics: ["t"],
+      sessionTimeoutMs: 10_000,
+      heartbeatIntervalMs: 1_000,
+      fetchLimits: { maxBytes: 1 << 20, maxBytesPerPartition: 1 << 20 },
+      log: pino({ level: "silent" }),
+      load: () => Promise.resolve({ ConnectionPool: Unpatched } as unknown as PlatformaticKafka),
+    });
+    await expect(feed.start({} as Parameters<PlatformaticFeed["start"]>[0])).rejects.toMatchObject({
+      code: "KAFKA",
+      message: expect.stringMatching(/failed-broker-last/) as unknown,
+    });
   });
 });
