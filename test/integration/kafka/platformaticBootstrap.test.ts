@@ -7,13 +7,15 @@
  * member, on every broker, waits for the refresh it shares (the library's fetch reads the metadata
  * first): all partitions stalled for a request timeout at each refresh. The patch
  * (patches/README.md, "@platformatic+kafka+2.12.1+001+failed-broker-last.patch") makes the connection pool try a broker
- * whose connection failed or whose request timed out, with no response since, after the others
+ * whose connection failed or whose request (not a JoinGroup or SyncGroup) timed out, with no
+ * response since, after the others
  * (the one that failed longest ago first), as the Java client's `NetworkClient.leastLoadedNode`
  * prefers nodes that are not in reconnect backoff.
  *
  * A real broker, directly and behind fault proxies; 1 s request timeout, no retries, so one lookup
  * tries one broker.
  */
+import { createServer } from "node:net";
 import { afterEach, expect, it } from "vitest";
 import type { Broker, Connection, ConnectionPool } from "@platformatic/kafka";
 import { loadPlatformaticKafka } from "../../../src/kafka/platformatic/loadClient.js";
@@ -70,7 +72,7 @@ it("a bootstrap broker whose request timed out is tried after the others by the 
   expect(silent.connections()).toHaveLength(1);
 });
 
-it("a response clears a broker's mark, and marked brokers are tried the one that failed longest ago first", async () => {
+it("a response clears a broker's mark, an error code included, and marked brokers are tried the one that failed longest ago first", async () => {
   const broker = BROKERS[0] ?? "127.0.0.1:9092";
   const [host = "127.0.0.1", port] = broker.split(":");
   const proxies = await Promise.all(
@@ -94,17 +96,68 @@ it("a response clears a broker's mark, and marked brokers are tried the one that
   await expect(ask(lib, pool, b)).rejects.toThrow(/timed out/i);
   await expect(ask(lib, pool, a)).rejects.toThrow(/timed out/i);
   expect(pool.brokersByHealth([a, b])).toEqual([b, a]);
-
-  // B answers again: its mark is cleared and it keeps its place before A; A stays last.
-  proxyB.setMode("pass");
-  await ask(lib, pool, b);
-  expect(pool.brokersByHealth([a, b])).toEqual([b, a]);
   expect(pool.brokersByHealth([b, a])).toEqual([b, a]);
 
-  // A answers again too: the list's own order. Without the clearing, A stayed last for minutes
-  // after it answered (a JoinGroup that waited longer than the request timeout marked a healthy
-  // coordinator that way).
+  // A (the newer failure) answers again, with an error code (a heartbeat of a group that does not
+  // exist): its mark is cleared, so it comes first and B, still marked, last. Without the
+  // clearing B stayed first (the older mark).
   proxyA.setMode("pass");
-  await ask(lib, pool, a);
+  const connection = await pool.get(a);
+  await expect(
+    lib.heartbeatV4.api.async(connection, "platformatic-bootstrap-no-such-group", 1, "no-such-member", null),
+  ).rejects.toThrow(/error/i);
   expect(pool.brokersByHealth([a, b])).toEqual([a, b]);
+  expect(pool.brokersByHealth([b, a])).toEqual([a, b]);
+
+  // B answers too: the list's own order, whichever it is.
+  proxyB.setMode("pass");
+  await ask(lib, pool, b);
+  expect(pool.brokersByHealth([a, b])).toEqual([a, b]);
+  expect(pool.brokersByHealth([b, a])).toEqual([b, a]);
 });
+
+it("a refused connect marks the broker; a JoinGroup that times out does not (the coordinator holds it for the other members)", async () => {
+  const broker = BROKERS[0] ?? "127.0.0.1:9092";
+  const [host = "127.0.0.1", port] = broker.split(":");
+  const silent = await FaultProxy.start({ target: { host, port: Number(port) }, name: "join-silent" });
+  cleanups.push(() => silent.close());
+  const refused = { host: "127.0.0.1", port: await closedPort() };
+  const joining = { host: "127.0.0.1", port: silent.port };
+  const direct = { host, port: Number(port) };
+
+  const lib = await loadPlatformaticKafka();
+  const pool = new lib.ConnectionPool("platformatic-bootstrap-test", { requestTimeout: 1000 }) as PatchedPool;
+  cleanups.push(() => pool.close());
+
+  await expect(pool.get(refused)).rejects.toThrow();
+  expect(pool.brokersByHealth([refused, direct])).toEqual([direct, refused]);
+
+  silent.setMode("silent");
+  const connection = await pool.get(joining);
+  const closed = new Promise((resolve) => connection.once("close", resolve));
+  await expect(
+    lib.joinGroupV9.api.async(
+      connection,
+      "platformatic-bootstrap-join",
+      10_000,
+      60_000,
+      "",
+      null,
+      "consumer",
+      [],
+      "",
+    ),
+  ).rejects.toThrow(/timed out/i);
+  await closed;
+  expect(pool.brokersByHealth([joining, direct])).toEqual([joining, direct]);
+});
+
+/** A local TCP port that nothing listens on: bound once, then closed. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const address = server.address();
+  await new Promise((resolve) => server.close(resolve));
+  if (address === null || typeof address === "string") throw new Error("no TCP address");
+  return address.port;
+}
