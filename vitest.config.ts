@@ -106,6 +106,7 @@ const FAULTS = {
 const CLUSTER_MEMBER_FILES = [
   "abortedTransactions",
   "compactedOversizedBatch",
+  "coordinatorMove",
   "leaderChange",
   "slowPartition",
   "transactionalLag",

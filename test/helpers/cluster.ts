@@ -321,3 +321,45 @@ export async function topicConfig(topic: string, name: string): Promise<string |
   );
   return result.resources[0]?.configEntries.find((e) => e.configName === name)?.configValue;
 }
+
+/**
+ * Java's `String.hashCode` of `s` (UTF-16 code units, 32-bit overflow), as Kafka hashes a group id.
+ */
+function javaHashCode(s: string): number {
+  let h = 0;
+  for (let i = 0; i < s.length; i++) h = (Math.imul(h, 31) + s.charCodeAt(i)) | 0;
+  return h;
+}
+
+/**
+ * The partition of `__consumer_offsets` (of `partitions`) that holds group `groupId`:
+ * `Utils.abs(groupId.hashCode) % partitions` (Kafka's `GroupCoordinator.partitionFor`; `Utils.abs`
+ * maps Integer.MIN_VALUE to 0).
+ */
+export function offsetsPartitionOf(groupId: string, partitions: number): number {
+  const hash = javaHashCode(groupId);
+  return (hash === -2147483648 ? 0 : Math.abs(hash)) % partitions;
+}
+
+/**
+ * The broker id of the group coordinator of `groupId`: the leader of its partition of
+ * `__consumer_offsets` ({@link offsetsPartitionOf}). On a fresh cluster
+ * the first lookup of a coordinator (a DescribeGroups here) creates `__consumer_offsets`.
+ * @throws Error when that partition has no leader within 60 s.
+ */
+export async function groupCoordinator(groupId: string): Promise<number> {
+  return waitFor(`the coordinator of group ${groupId}`, async () => {
+    const admin = quietKafka().admin();
+    await admin.connect();
+    try {
+      await admin.describeGroups([groupId]);
+    } finally {
+      await admin.disconnect();
+    }
+    const partitions = await topicState("__consumer_offsets");
+    if (partitions.length === 0) return undefined;
+    const partition = offsetsPartitionOf(groupId, partitions.length);
+    const leader = partitions.find((p) => p.partition === partition)?.leader ?? -1;
+    return leader >= 0 ? leader : undefined;
+  });
+}

@@ -24,7 +24,6 @@ import {
   FAULT_PROXY_BROKERS,
   FAULT_PROXY_PORT,
 } from "./faultClusterPorts.js";
-import { quietKafka, topicState } from "./cluster.js";
 import type { ClusterAdmin } from "../../src/kafka/admin.js";
 import { ADMIN_DATABASE_URL, BROKERS, waitFor } from "./stack.js";
 
@@ -41,6 +40,7 @@ export {
 export {
   createReplicatedTopic,
   ensureAllBrokersUp,
+  groupCoordinator,
   killBroker,
   leaderOf,
   liveBrokerIds,
@@ -197,40 +197,6 @@ export function processLocalPorts(pid: number): Set<number> {
     }
   }
   return ports;
-}
-
-/**
- * Java's `String.hashCode` of `s` (UTF-16 code units, 32-bit overflow), as Kafka hashes a group id.
- */
-function javaHashCode(s: string): number {
-  let h = 0;
-  for (let i = 0; i < s.length; i++) h = (Math.imul(h, 31) + s.charCodeAt(i)) | 0;
-  return h;
-}
-
-/**
- * The broker id of the group coordinator of `groupId`: the leader of its partition of
- * `__consumer_offsets`, `Utils.abs(groupId.hashCode) % partitions` (Kafka's
- * `GroupCoordinator.partitionFor`; `Utils.abs` maps Integer.MIN_VALUE to 0). On a fresh cluster
- * the first lookup of a coordinator (a DescribeGroups here) creates `__consumer_offsets`.
- * @throws Error when that partition has no leader within 60 s.
- */
-export async function groupCoordinator(groupId: string): Promise<number> {
-  return waitFor(`the coordinator of group ${groupId}`, async () => {
-    const admin = quietKafka().admin();
-    await admin.connect();
-    try {
-      await admin.describeGroups([groupId]);
-    } finally {
-      await admin.disconnect();
-    }
-    const partitions = await topicState("__consumer_offsets");
-    if (partitions.length === 0) return undefined;
-    const hash = javaHashCode(groupId);
-    const abs = hash === -2147483648 ? 0 : Math.abs(hash);
-    const leader = partitions.find((p) => p.partition === abs % partitions.length)?.leader ?? -1;
-    return leader >= 0 ? leader : undefined;
-  });
 }
 
 /**
