@@ -15,7 +15,7 @@ import type { Consumer } from "@platformatic/kafka";
 import type { Logger } from "pino";
 import { backoffDelayMs } from "../../support/backoff.js";
 import { failpoint } from "../../support/failpoints.js";
-import { groupCoordinatorApi } from "./generationCommits.js";
+import { sendToGroupCoordinator } from "./groupCoordinator.js";
 import type { PlatformaticKafka } from "./loadClient.js";
 
 /** A member's assignment: topic name → partitions. */
@@ -126,24 +126,25 @@ export class ConsumerGroupMember {
     owned: { topicId: string; partitions: number[] }[],
   ): Promise<HeartbeatResponse> {
     const { lib, consumer } = this.options;
-    const { connection, api } = await groupCoordinatorApi(
+    return (await sendToGroupCoordinator(
       lib,
       consumer,
       "ConsumerGroupHeartbeat",
       this.options.topics,
-    );
-    return (await api.async(
-      connection,
-      this.options.groupId,
-      this.memberId,
-      memberEpoch,
-      null,
-      null,
-      this.options.rebalanceTimeoutMs,
-      [...this.options.topics],
-      null,
-      null,
-      owned,
+      (api, connection) =>
+        api.async(
+          connection,
+          this.options.groupId,
+          this.memberId,
+          memberEpoch,
+          null,
+          null,
+          this.options.rebalanceTimeoutMs,
+          [...this.options.topics],
+          null,
+          null,
+          owned,
+        ),
     )) as HeartbeatResponse;
   }
 

@@ -10,6 +10,7 @@
  * orders and retries them as it does for KafkaJS.
  */
 import type { Consumer } from "@platformatic/kafka";
+import { sendToGroupCoordinator } from "./groupCoordinator.js";
 import type { PlatformaticKafka } from "./loadClient.js";
 
 /** Coordinator answers that mean the generation is over: src/kafka/offsetCommits.ts skips the commit. */
@@ -46,45 +47,10 @@ export class CommitError extends Error {
   }
 }
 
-/** Calls a callback-style function of the library as a promise. */
-function call<T>(fn: (callback: (error: Error | null | undefined, result?: T) => void) => void): Promise<T> {
-  return new Promise((resolve, reject) => {
-    fn((error, result) => (error ? reject(error) : resolve(result as T)));
-  });
-}
-
-/** One of the library's protocol APIs at the version it chose for the broker. */
-export type GroupApi = { version: number; async: (...args: unknown[]) => Promise<unknown> };
-
-/**
- * The consumer's connection to its group coordinator (found by the library, its address from the
- * metadata of `topics`) and the library's implementation of API `name` for it: what a group request
- * the library does not send as replayable needs it is sent over.
- * @throws the client's error when no coordinator or connection is found, or the API is unsupported.
- */
-export async function groupCoordinatorApi(
-  lib: PlatformaticKafka,
-  consumer: Consumer,
-  name: string,
-  topics: readonly string[],
-): Promise<{ connection: Parameters<Parameters<Consumer[typeof lib.kGetConnection]>[1]>[1]; api: GroupApi }> {
-  const coordinatorId = await consumer.findGroupCoordinator();
-  const metadata = await consumer.metadata({ topics: [...topics] });
-  const broker = metadata.brokers.get(coordinatorId);
-  if (broker === undefined) throw new Error(`the group coordinator ${coordinatorId} is not in the metadata`);
-  const connection = await call<Parameters<Parameters<Consumer[typeof lib.kGetConnection]>[1]>[1]>((cb) =>
-    consumer[lib.kGetConnection](broker, cb),
-  );
-  const api = await call<GroupApi>((cb) =>
-    consumer[lib.kGetApi](name, cb as Parameters<Consumer[typeof lib.kGetApi]>[1]),
-  );
-  return { connection, api };
-}
-
 /**
  * Sends offset commits for `consumer`'s group with the generation id and member id given, over
- * the consumer's connection to the group coordinator (found by the library; its cache is dropped
- * when the library's own group requests meet NOT_COORDINATOR). The OffsetCommit version is the
+ * the consumer's connection to the group coordinator (./groupCoordinator.ts finds it, and finds it
+ * again after NOT_COORDINATOR or a broken connection). The OffsetCommit version is the
  * highest both the broker and the library speak.
  * @throws CommitError on any failure (see {@link CommitError}).
  */
@@ -92,27 +58,28 @@ export function generationCommitter(lib: PlatformaticKafka, consumer: Consumer):
   return {
     async commitOffsetsOfGeneration({ generationId, memberId, topics }) {
       try {
-        const { connection, api } = await groupCoordinatorApi(
+        await sendToGroupCoordinator(
           lib,
           consumer,
           "OffsetCommit",
           topics.map((t) => t.topic),
-        );
-        await api.async(
-          connection,
-          consumer.groupId,
-          generationId,
-          memberId,
-          null,
-          topics.map(({ topic, partitions }) => ({
-            name: topic,
-            partitions: partitions.map(({ partition, offset }) => ({
-              partitionIndex: partition,
-              committedOffset: BigInt(offset),
-              committedLeaderEpoch: -1,
-              committedMetadata: null,
-            })),
-          })),
+          (api, connection) =>
+            api.async(
+              connection,
+              consumer.groupId,
+              generationId,
+              memberId,
+              null,
+              topics.map(({ topic, partitions }) => ({
+                name: topic,
+                partitions: partitions.map(({ partition, offset }) => ({
+                  partitionIndex: partition,
+                  committedOffset: BigInt(offset),
+                  committedLeaderEpoch: -1,
+                  committedMetadata: null,
+                })),
+              })),
+            ),
         );
       } catch (error) {
         const type = REBALANCE_ERRORS.find((code) => lib.findErrorBy(error as Error, "apiId", code) !== null);
@@ -144,27 +111,28 @@ export async function committedOffsetsWithoutMember(
   consumer: Consumer,
   topics: readonly { topic: string; partitions: readonly number[] }[],
 ): Promise<CommittedOffsets> {
-  const { connection, api } = await groupCoordinatorApi(
-    lib,
-    consumer,
-    "OffsetFetch",
-    topics.map((t) => t.topic),
-  );
   const requested = topics.map(({ topic, partitions }) => ({
     name: topic,
     partitionIndexes: [...partitions],
   }));
   type ResponseTopic = { name: string; partitions: { partitionIndex: number; committedOffset: bigint }[] };
-  // The library takes the groups form at every version; answers before v8 (KIP-709) hold one group's topics.
-  const response = await api.async(
-    connection,
-    [{ groupId: consumer.groupId, memberId: null, memberEpoch: -1, topics: requested }],
-    false,
+  const answered = await sendToGroupCoordinator(
+    lib,
+    consumer,
+    "OffsetFetch",
+    topics.map((t) => t.topic),
+    async (api, connection) => {
+      // The library takes the groups form at every version; answers before v8 (KIP-709) hold one group's topics.
+      const response = await api.async(
+        connection,
+        [{ groupId: consumer.groupId, memberId: null, memberEpoch: -1, topics: requested }],
+        false,
+      );
+      return api.version >= 8
+        ? (response as { groups: { topics: ResponseTopic[] }[] }).groups.flatMap((g) => g.topics)
+        : (response as { topics: ResponseTopic[] }).topics;
+    },
   );
-  const answered =
-    api.version >= 8
-      ? (response as { groups: { topics: ResponseTopic[] }[] }).groups.flatMap((g) => g.topics)
-      : (response as { topics: ResponseTopic[] }).topics;
   const committed: CommittedOffsets = new Map();
   for (const { name, partitions } of answered) {
     const offsets = committed.get(name) ?? [];
