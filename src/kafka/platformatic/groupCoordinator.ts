@@ -6,8 +6,8 @@
  * consumer.js, `#handleError`); under KIP-848 the library sends no group request, so after the
  * coordinator moved every heartbeat and commit went on to the old broker and met NOT_COORDINATOR
  * for good. This keeps its own coordinator per consumer and finds it again, as Java's
- * `AbstractCoordinator` marks it unknown, after NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, a
- * broken connection or a request timeout.
+ * `AbstractCoordinator` marks it unknown, after NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE,
+ * REQUEST_TIMED_OUT, a broken connection or a request timeout ({@link coordinatorLost}).
  */
 import type { Consumer } from "@platformatic/kafka";
 import type { PlatformaticKafka } from "./loadClient.js";
@@ -70,15 +70,18 @@ function coordinatorOf(lib: PlatformaticKafka, consumer: Consumer): Promise<numb
 
 /**
  * True for a failure after which the group coordinator must be found again: the broker no longer
- * coordinates the group (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE), or the connection broke or a
- * request timed out (the library's NetworkError, code PLT_KFK_NETWORK; its TimeoutError carries
- * that code too). COORDINATOR_LOAD_IN_PROGRESS is the right coordinator, still loading: retried.
+ * coordinates the group (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE), the coordinator's own write
+ * timed out (REQUEST_TIMED_OUT, which Java's OffsetCommit handler treats so: the broker may be
+ * losing the group's partition), or the connection broke or a request timed out (the library's
+ * NetworkError, code PLT_KFK_NETWORK; its TimeoutError carries that code too).
+ * COORDINATOR_LOAD_IN_PROGRESS is the right coordinator, still loading: retried.
  */
 export function coordinatorLost(lib: PlatformaticKafka, error: unknown): boolean {
   const e = error as Error;
   return (
     lib.findErrorBy(e, "apiId", "NOT_COORDINATOR") !== null ||
     lib.findErrorBy(e, "apiId", "COORDINATOR_NOT_AVAILABLE") !== null ||
+    lib.findErrorBy(e, "apiId", "REQUEST_TIMED_OUT") !== null ||
     lib.findErrorBy(e, "code", "PLT_KFK_NETWORK") !== null
   );
 }
