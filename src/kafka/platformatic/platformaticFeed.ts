@@ -256,12 +256,36 @@ export class PlatformaticFeed implements Feed {
         this.joined = false;
         this.listener?.unassigned();
       }
-      // Leaves the group (classic protocol: LeaveGroup) and closes the connections.
-      await this.consumer?.close().catch((error: unknown) => {
-        this.options.log.warn({ err: error }, "leaving the consumer group failed");
-      });
+      if (this.consumer !== undefined) await this.closeConsumer(this.consumer);
     })();
     return this.stopped;
+  }
+
+  /**
+   * Leaves the group (classic protocol: LeaveGroup) and closes the connections. The library's
+   * `close` sends its LeaveGroup to the coordinator it cached, once; when that fails (NOT_COORDINATOR
+   * after the coordinator moved) it keeps every connection open, and the process would not exit
+   * until the shutdown timeout. Then the member leaves through `leaveGroup`, which looks the
+   * coordinator up again and retries, and the client is closed again. Failures are logged.
+   */
+  private async closeConsumer(consumer: Consumer): Promise<void> {
+    const { log } = this.options;
+    try {
+      await consumer.close();
+      return;
+    } catch (error) {
+      log.warn(
+        { err: error },
+        "leaving the consumer group failed; leaving again after a new coordinator lookup",
+      );
+    }
+    // The types list the callback overload first; without one the library returns a promise.
+    await (consumer.leaveGroup(true) as unknown as Promise<void>).catch((error: unknown) => {
+      log.warn({ err: error }, "leaving the consumer group failed");
+    });
+    await consumer.close(true).catch((error: unknown) => {
+      log.warn({ err: error }, "closing the Kafka client failed");
+    });
   }
 
   /** {@inheritDoc Feed.pause} */
