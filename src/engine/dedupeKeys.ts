@@ -13,9 +13,10 @@ export const MAX_EVENT_ID_LENGTH = 512;
  * The event id of `record` under an `event-id` dedupe key, exactly as sent (never parsed as a
  * number: "0042" and "9007199254740993" stay as they are).
  * @throws PermanentRecordError `DECODE_FAILED` (with the parser's message) when the id is a JSON
- *   field and the value is not JSON: the record is broken, not only its id.
+ *   field and the value is not JSON or not valid UTF-8 (RFC 8259 §8.1): the record is broken, not
+ *   only its id.
  * @throws PermanentRecordError `EVENT_ID_MISSING` when the header or field is absent, empty,
- *   not a string, not valid UTF-8, holds a NUL character (PostgreSQL `text` cannot store U+0000),
+ *   not a string, not valid UTF-8 (a header's bytes), holds a NUL character (PostgreSQL `text` cannot store U+0000),
  *   or is longer than {@link MAX_EVENT_ID_LENGTH}; also when the header is sent more than once with
  *   different values (Kafka allows repeated header names, KIP-82: no rule says which one is the id).
  *   A header with a null value (length -1 on the wire) carries no id: the record has none, as if
@@ -50,6 +51,13 @@ export function extractEventId(record: KafkaRecord, key: Exclude<DedupeKey, { ki
       throw new PermanentRecordError(
         "EVENT_ID_MISSING",
         `record has a null value (a tombstone), so it has no ${where}: every record needs a non-empty event id`,
+      );
+    // JSON text is UTF-8 (RFC 8259 §8.1). Decoded lossily, a broken byte would become U+FFFD in the
+    // id, and the valid record whose id holds that character would then meet it as a reused id.
+    if (!isUtf8(record.value))
+      throw new PermanentRecordError(
+        "DECODE_FAILED",
+        `value is not valid UTF-8, so it is not JSON and its ${where} cannot be read`,
       );
     let parsed: unknown;
     try {

@@ -56,6 +56,20 @@ describe("extractEventId", () => {
     );
   });
 
+  it("regression: a value that is not valid UTF-8 under field dedupe is DECODE_FAILED, not an id with U+FFFD that a valid record would then reuse", () => {
+    // {"id":"f8<0xFF>"}: decoded lossily it would read as the id "f8\uFFFD", which the valid record
+    // {"id":"f8\uFFFD"} then met as EVENT_ID_REUSED (break-it review).
+    const bytes = Buffer.concat([Buffer.from('{"id":"f8'), Buffer.from([0xff]), Buffer.from('"}')]);
+    const broken: KafkaRecord = { ...rec(null), value: bytes };
+    expect(() => extractEventId(broken, { kind: "event-id", field: "id" })).toThrow(
+      expect.objectContaining({
+        code: "DECODE_FAILED",
+        message: expect.stringMatching(/not valid UTF-8/) as string,
+      }) as Error,
+    );
+    expect(extractEventId(rec('{"id":"f8\uFFFD"}'), { kind: "event-id", field: "id" })).toBe("f8\uFFFD");
+  });
+
   it("keeps ids exactly as sent: leading zeros and values above 2^53", () => {
     expect(extractEventId(rec('{"id":"000123"}'), { kind: "event-id", field: "id" })).toBe("000123");
     expect(extractEventId(rec('{"id":"9007199254740993"}'), { kind: "event-id", field: "id" })).toBe(
