@@ -27,6 +27,12 @@ export interface UpsertRound {
 
 /**
  * Cuts `operations` (offset order) into rounds: the n-th operation of each key goes to round n.
+ * Keys are told apart by their text without trailing white space: PostgreSQL stores a text longer than
+ * a `varchar(n)` column whose excess is spaces cut to n characters (PostgreSQL "Character Types"),
+ * so "abc " and "abc" can name one row, and a tombstone of one must not run before a write of the
+ * other (each round runs its deletes first). Keys that differ only there merely take more rounds
+ * (`trimEnd` removes more than spaces, which costs nothing but rounds; it is linear, a regular
+ * expression anchored at the end is not).
  * Without key columns (insert mode) every operation is a write of its own row: one round.
  */
 export function planUpsertRounds(operations: readonly UpsertOperation[]): UpsertRound[] {
@@ -35,7 +41,7 @@ export function planUpsertRounds(operations: readonly UpsertOperation[]): Upsert
   for (const op of operations) {
     let round = 0;
     if (op.key.length > 0) {
-      const id = JSON.stringify(op.key);
+      const id = JSON.stringify(op.key.map((part) => part.trimEnd()));
       round = seen.get(id) ?? 0;
       seen.set(id, round + 1);
     }
