@@ -66,13 +66,38 @@ const TIMESTAMP_TEXT =
 // The range of JavaScript dates (ECMA-262 "Time Values and Time Range"), in ms since the epoch.
 const MAX_EPOCH_MS = 8.64e15;
 
+/** `JSON.rawJSON` and `JSON.isRawJSON` (ECMAScript "JSON.parse source text access"; V8 11.4, Node.js 22). */
+const rawJson = JSON as JSON & {
+  rawJSON?: (text: string) => unknown;
+  isRawJSON?: (value: unknown) => value is { readonly rawJSON: string };
+};
+
+/**
+ * A `JSON.parse` reviver that keeps each number whose double prints otherwise than it was sent
+ * (`1.0`, `12345678901234567890123`, `1e400`) as its source text (`JSON.rawJSON`), so that
+ * `JSON.stringify` writes it back unchanged into a `json`/`jsonb` column; {@link fromJson} reads
+ * such a number as the double `JSON.parse` gives for the other types. Undefined where the engine
+ * lacks source text access (Node.js before 22).
+ */
+export const exactNumbers:
+  ((key: string, value: unknown, context?: { source?: string }) => unknown) | undefined =
+  typeof rawJson.rawJSON === "function"
+    ? (_key, value, context) =>
+        typeof value === "number" && context?.source !== undefined && String(value) !== context.source
+          ? rawJson.rawJSON!(context.source)
+          : value
+    : undefined;
+
 /**
  * Converts a top-level JSON value of a record's value (or JSON record key) to the text of `type`.
  * JSON `null` is SQL NULL for every type. JSON numbers are IEEE-754 doubles once parsed, so an
- * integer beyond 2^53 must be sent as a string (it would silently lose digits otherwise).
+ * integer beyond 2^53 must be sent as a string (it would silently lose digits otherwise); in a
+ * `json`/`jsonb` column, a value parsed with {@link exactNumbers} keeps every number as sent.
  */
-export function fromJson(type: FieldType, value: unknown): Converted {
-  if (value === null) return { ok: true, text: null };
+export function fromJson(type: FieldType, sent: unknown): Converted {
+  if (sent === null) return { ok: true, text: null };
+  if (type === "json" || type === "jsonb") return ok(JSON.stringify(sent));
+  const value = rawJson.isRawJSON?.(sent) ? Number(sent.rawJSON) : sent;
   switch (type) {
     case "text":
       return typeof value === "string" ? text(value) : no("a JSON string");
@@ -100,9 +125,6 @@ export function fromJson(type: FieldType, value: unknown): Converted {
           : no(TIMESTAMPTZ_EXPECTED);
       }
       return typeof value === "string" ? fromText(type, value) : no(TIMESTAMPTZ_EXPECTED);
-    case "json":
-    case "jsonb":
-      return ok(JSON.stringify(value));
     default:
       return typeof value === "string" ? fromText(type, value) : no(expectedText(type));
   }

@@ -7,7 +7,7 @@
 import { PermanentRecordError } from "../../errors.js";
 import { headerValues, type KafkaRecord } from "../../record.js";
 import { isUtf8 } from "../../engine/dedupeKeys.js";
-import { fromJson, fromText, type Converted, type FieldType } from "./fieldTypes.js";
+import { exactNumbers, fromJson, fromText, type Converted, type FieldType } from "./fieldTypes.js";
 import type { UpsertKeyPart, UpsertProjectionSpec } from "./upsertProjectionSpec.js";
 
 /**
@@ -46,6 +46,8 @@ export function mappedColumns(spec: UpsertProjectionSpec): MappedColumn[] {
  */
 export function upsertDecoder(spec: UpsertProjectionSpec): (record: KafkaRecord) => UpsertOperation {
   const columns = mappedColumns(spec);
+  // Only a json/jsonb column needs numbers as sent; the reviver costs a call per JSON value.
+  const reviver = columns.some((c) => c.type === "json" || c.type === "jsonb") ? exactNumbers : undefined;
   return (record) => {
     if (record.value === null) {
       if (!spec.deleteOnTombstone) {
@@ -55,7 +57,7 @@ export function upsertDecoder(spec: UpsertProjectionSpec): (record: KafkaRecord)
       }
       return { kind: "delete", key: spec.key.map((part) => keyText(record, part, undefined)) };
     }
-    const fields = jsonObject(record.value, "value");
+    const fields = jsonObject(record.value, "value", reviver);
     const key = spec.key.map((part) => keyText(record, part, fields));
     const values = columns.map(({ column, field, type, required }) => {
       if (!Object.hasOwn(fields, field) || fields[field] === null) {
@@ -131,12 +133,16 @@ function converted(result: Converted, where: string, value: unknown): string | n
   throw invalid(`${where} must be ${result.expected}, got ${shown(value)}`);
 }
 
-/** Parses `bytes` as a UTF-8 JSON object. */
-function jsonObject(bytes: Buffer, what: "value" | "record key"): Record<string, unknown> {
+/** Parses `bytes` as a UTF-8 JSON object, through `reviver` when given. */
+function jsonObject(
+  bytes: Buffer,
+  what: "value" | "record key",
+  reviver?: typeof exactNumbers,
+): Record<string, unknown> {
   if (!isUtf8(bytes)) throw invalid(`${what} is not valid UTF-8`);
   let parsed: unknown;
   try {
-    parsed = JSON.parse(bytes.toString("utf8"));
+    parsed = JSON.parse(bytes.toString("utf8"), reviver as Parameters<typeof JSON.parse>[1]);
   } catch (error) {
     throw invalid(`${what} is not JSON: ${(error as Error).message}`);
   }

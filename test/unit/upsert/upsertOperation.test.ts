@@ -54,6 +54,19 @@ function failure(fn: () => unknown): string {
 }
 
 describe("upsertDecoder", () => {
+  it("regression: a json/jsonb field keeps its numbers as sent (digits beyond a double, 1.0, 1e400); other columns read them as before (break-it review)", () => {
+    const value =
+      '{"doc":{"n":12345678901234567890123,"f":1.0,"big":1e400,"list":[2,-0,0.1]},"amount":1.50,"n":7}';
+    const op = decode()(record("1", value));
+    expect(op.kind).toBe("write");
+    const values = (op as { values: readonly (string | null)[] }).values;
+    expect(values[6]).toBe('{"n":12345678901234567890123,"f":1.0,"big":1e400,"list":[2,-0,0.1]}');
+    expect(values[1]).toBe("1.5");
+    expect(values[8]).toBe("7");
+    // A column that is not JSON still refuses a number it cannot hold, naming it as sent.
+    expect(failure(() => decode()(record("1", '{"n":1e400}')))).toMatch(/column n, integer\).*1e400/);
+  });
+
   it("turns a JSON object into the texts PostgreSQL reads, absent and null fields as NULL", () => {
     expect(
       decode()(
