@@ -62,7 +62,7 @@ export interface RebuildPartition extends PartitionState {
 
 /** Why a rebuild is (or would be) refused. */
 export type RebuildRefusalReason =
-  "GROUP_ACTIVE" | "PROJECTION_LOCKED" | "HISTORY_DELETED" | "HISTORY_COMPACTED";
+  "GROUP_ACTIVE" | "PROJECTION_LOCKED" | "HISTORY_DELETED" | "HISTORY_COMPACTED" | "GROUP_HAS_NO_OFFSETS";
 
 /** A topic whose `cleanup.policy` includes `compact`. */
 export interface CompactedTopic {
@@ -129,7 +129,8 @@ export async function rebuild(options: RebuildOptions): Promise<RebuildOutcome> 
             reason: "PROJECTION_LOCKED" as const,
             message: projectionLockedMessage(projection.name, "rebuild"),
           }) ??
-      historyRefusal(plan, options.force);
+      historyRefusal(plan, options.force) ??
+      groupRefusal(plan, options.force);
     return { kind: "dry-run", plan: refusal === undefined ? plan : { ...plan, refusal } };
   }
 
@@ -139,7 +140,8 @@ export async function rebuild(options: RebuildOptions): Promise<RebuildOutcome> 
     async (client): Promise<RebuildOutcome> => {
       await failpoint("rebuild-locked");
       const plan = await planRebuild(options, client);
-      const refusal = activeRefusal(plan) ?? historyRefusal(plan, options.force);
+      const refusal =
+        activeRefusal(plan) ?? historyRefusal(plan, options.force) ?? groupRefusal(plan, options.force);
       if (refusal !== undefined) return { kind: "refused", ...refusal };
       // Kafka first: if the database step fails, the group only re-reads duplicates.
       await commitPlan(admin, groupId, plan.partitions, options.log);
@@ -301,6 +303,43 @@ export function historyRefusal(
       `cannot rebuild ${plan.projection}: history is gone, and a rebuild would silently lose what those records did:`,
       ...lines,
       `Keep the projection as it is, or run again with --force to rebuild from what is left.`,
+    ].join("\n"),
+  };
+}
+
+/**
+ * The refusal for a group that did not apply the projection: it has checkpoints, and the group
+ * has no committed offset on any partition that has one. A rebuild resets only the named group's
+ * offsets, so when another group applied the records (a mistyped `--group`, or the default group
+ * while the members run with their own) that group's members would go on from the high watermark
+ * and leave the emptied projection empty. Partitions whose checkpoint is above the high watermark
+ * (a recreated topic, which the rebuild exists for) are not counted. Undefined when the group has a
+ * committed offset there, the projection has no such checkpoints (a new group of a new projection
+ * or version), or `force` is set (the group's offsets expired, Kafka's `offsets.retention.minutes`,
+ * or were deleted with a recreated topic, or it is the group that consumes from now on).
+ */
+export function groupRefusal(
+  plan: Pick<RebuildPlan, "projection" | "groupId" | "partitions">,
+  force: boolean,
+): { reason: "GROUP_HAS_NO_OFFSETS"; message: string } | undefined {
+  if (force) return undefined;
+  // A checkpoint above the high watermark is of a deleted and recreated (or truncated) topic, whose
+  // committed offsets Kafka deleted with it: no sign of another group.
+  const checkpointed = plan.partitions.filter(
+    (p) => p.checkpoint !== null && BigInt(p.checkpoint) <= BigInt(p.highWatermark),
+  );
+  if (checkpointed.length === 0 || checkpointed.some((p) => p.committedOffset !== null)) return undefined;
+  const shown = checkpointed
+    .slice(0, 5)
+    .map((p) => `${p.topic}:${p.partition} (checkpoint ${p.checkpoint})`)
+    .join(", ");
+  const more = checkpointed.length > 5 ? ` and ${checkpointed.length - 5} more` : "";
+  return {
+    reason: "GROUP_HAS_NO_OFFSETS",
+    message: [
+      `cannot rebuild ${plan.projection} with group ${plan.groupId}: the group has no committed offset on any partition the projection has checkpoints for (${shown}${more}), so another group applied those records.`,
+      `A rebuild resets only ${plan.groupId}'s offsets: the members of the group that applied them would go on from where they are and leave the emptied projection empty.`,
+      `Name the group the projection's members run with (--group), or run again with --force if ${plan.groupId} is the group that consumes the projection from now on (or its offsets expired, offsets.retention.minutes, or were deleted with a recreated topic).`,
     ].join("\n"),
   };
 }

@@ -64,7 +64,7 @@ export function rebuildCommand(): Command {
     .option("--execute", "do it (refused while the group has members or a run holds the projection)")
     .option(
       "--force",
-      "rebuild even though records were deleted (a log start offset above 0) or may have been compacted away (cleanup.policy=compact)",
+      "rebuild even though records were deleted (a log start offset above 0) or may have been compacted away (cleanup.policy=compact), or the group has no committed offsets where the projection has checkpoints (it consumes the projection from now on)",
     )
     .option(
       "--blue-green",

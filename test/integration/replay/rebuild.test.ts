@@ -174,6 +174,36 @@ describe("rebuild", () => {
     },
   );
 
+  it("regression: refuses a group that has no committed offsets where the projection has checkpoints (a mistyped --group), unless --force (break-it review)", async () => {
+    const topic = uniqueName("rebuild-other-group");
+    const group = uniqueName("g");
+    const other = uniqueName("g-typo");
+    const stream = await produceLedger(stack.admin, topic, { count: 20, partitions: 1, seed: 53 });
+    await runUntilRead(stack.admin, stack.db.url, topic, group, 20);
+    const tablesBefore = await ledgerChecksumOf(stack.db.pool);
+    const auditsBefore = (await rebuildRows()).length;
+
+    const dry = await runCli(rebuildArgs(topic, other));
+    expect(dry.code, dry.stderr).toBe(0);
+    expect(dry.stdout).toContain("--execute would be refused now (GROUP_HAS_NO_OFFSETS)");
+
+    const refused = await runCli(rebuildArgs(topic, other, "--execute"));
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain(
+      `rebuild refused, nothing changed: cannot rebuild ledger with group ${other}: the group has no committed offset`,
+    );
+    expect(refused.stderr).toContain(`${topic}:0 (checkpoint 20)`);
+    expect(await ledgerChecksumOf(stack.db.pool)).toBe(tablesBefore);
+    expect(await committedOf(stack.admin, group, topic)).toEqual({ 0: "20" });
+    expect((await rebuildRows()).length).toBe(auditsBefore);
+    expect(stream.checksum).toBeDefined();
+
+    // The group that applied the projection is not refused.
+    const right = await runCli(rebuildArgs(topic, group));
+    expect(right.code, right.stderr).toBe(0);
+    expect(right.stdout).not.toContain("GROUP_HAS_NO_OFFSETS");
+  });
+
   it("holds the projection's lock: a run or a second rebuild started meanwhile fails clearly", async () => {
     const topic = uniqueName("rebuild-locked");
     const group = uniqueName("g");

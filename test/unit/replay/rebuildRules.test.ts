@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { groupActiveMessage } from "../../../src/replay/groupActivity.js";
 import {
   auditOffsets,
+  groupRefusal,
   historyRefusal,
   isCompacted,
   type RebuildPartition,
@@ -53,6 +54,43 @@ describe("historyRefusal", () => {
       false,
     );
     expect(refusal?.message).toContain("topic old has checkpoints but no longer exists");
+  });
+});
+
+describe("groupRefusal", () => {
+  const plan = (partitions: RebuildPartition[]) => ({ projection: "ledger", groupId: "ledgr", partitions });
+
+  it("regression: refuses a group with no committed offset where the projection has checkpoints (another group applied them), unless forced (break-it review)", () => {
+    const other = plan([
+      partition({ committedOffset: null }),
+      partition({
+        partition: 1,
+        committedOffset: null,
+        checkpoint: "9007199254740993",
+        highWatermark: "9007199254741000",
+      }),
+    ]);
+    const refusal = groupRefusal(other, false);
+    expect(refusal?.reason).toBe("GROUP_HAS_NO_OFFSETS");
+    expect(refusal?.message).toContain("cannot rebuild ledger with group ledgr");
+    expect(refusal?.message).toContain("t:1 (checkpoint 9007199254740993)");
+    expect(refusal?.message).toContain("--force");
+    expect(groupRefusal(other, true)).toBeUndefined();
+  });
+
+  it("allows the group that applied the projection, and any group of a projection without checkpoints", () => {
+    expect(
+      groupRefusal(plan([partition({ committedOffset: null }), partition({ partition: 1 })]), false),
+    ).toBeUndefined();
+    expect(
+      groupRefusal(plan([partition({ committedOffset: null, checkpoint: null })]), false),
+    ).toBeUndefined();
+    expect(groupRefusal(plan([]), false)).toBeUndefined();
+    // A recreated topic: Kafka deleted the group's offsets with it, and the checkpoint is above the
+    // high watermark (test/integration/engine/recreatedTopic.test.ts rebuilds it).
+    expect(
+      groupRefusal(plan([partition({ committedOffset: null, highWatermark: "5", checkpoint: "20" })]), false),
+    ).toBeUndefined();
   });
 });
 
