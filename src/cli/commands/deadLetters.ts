@@ -95,10 +95,10 @@ async function targetOf(
 
 function filterFrom(flags: FilterFlags, projection: string): DeadLetterFilter {
   for (const id of flags.id ?? []) {
-    if (!/^\d{1,18}$/.test(id))
+    if (!isDeadLetterId(id))
       throw new ReplayableError(
         "CONFIG_INVALID",
-        `--id: "${id}" is not a dead letter id; ids are whole numbers`,
+        `--id: "${id}" is not a dead letter id; ids are whole numbers from 1 to ${MAX_BIGINT}`,
       );
   }
   const since = parseTimeFlag("--since", flags.since);
@@ -121,6 +121,44 @@ function filterFrom(flags: FilterFlags, projection: string): DeadLetterFilter {
     until,
     ids: flags.id,
   };
+}
+
+/** PostgreSQL's largest `bigint`, the type of `replayable.dead_letters.id`. */
+const MAX_BIGINT = 9_223_372_036_854_775_807n;
+
+/** True for the decimal text of a `bigint` id (1 to 2^63 - 1; 19 digits fit, not all of them). */
+function isDeadLetterId(id: string): boolean {
+  return /^\d{1,19}$/.test(id) && BigInt(id) <= MAX_BIGINT;
+}
+
+/**
+ * The dead letters `retry` or `discard` act on. Each id named with `--id` must be a dead letter of
+ * `projection` (docs/dead-letters.md: NOT_FOUND, exit 1, nothing done); one already resolved is
+ * said on stderr and left as it is.
+ * @throws ReplayableError NOT_FOUND naming the ids that are no dead letter of the projection.
+ */
+async function selectNamed(pool: pg.Pool, flags: FilterFlags, projection: string): Promise<DeadLetter[]> {
+  const filter = filterFrom(flags, projection);
+  const letters = await selectDeadLetters(pool, filter);
+  const named = [...new Set(flags.id ?? [])].map((id) => BigInt(id).toString());
+  const chosen = new Set(letters.map((l) => l.id));
+  const others = named.filter((id) => !chosen.has(id));
+  if (others.length === 0) return letters;
+  const existing = await selectDeadLetters(pool, { projection, ids: others, state: "all" });
+  const found = new Set(existing.map((l) => l.id));
+  const missing = others.filter((id) => !found.has(id));
+  if (missing.length > 0)
+    throw new ReplayableError(
+      "NOT_FOUND",
+      `no dead letter with id ${missing.join(", ")} of projection ${projection}; \`replayable dead-letters list --projection ${projection} --state all\` shows them`,
+    );
+  for (const letter of existing)
+    process.stderr.write(
+      letter.resolution === null
+        ? `replayable: dead letter ${letter.id} does not match the other filters; left as it is\n`
+        : `replayable: dead letter ${letter.id} is already resolved (${letter.resolution}); left as it is\n`,
+    );
+  return letters;
 }
 
 /** `user@host`, stored as `resolved_by`. */
@@ -197,10 +235,10 @@ async function showAction(
   id: string,
   flags: ConnectionFlags & { output: string; projection?: string },
 ): Promise<void> {
-  if (!/^\d{1,18}$/.test(id))
+  if (!isDeadLetterId(id))
     throw new ReplayableError(
       "CONFIG_INVALID",
-      `<id>: "${id}" is not a dead letter id; ids are whole numbers`,
+      `<id>: "${id}" is not a dead letter id; ids are whole numbers from 1 to ${MAX_BIGINT}`,
     );
   const { config } = await configFrom(flags);
   await checkDatabase(config.databaseUrl, []);
@@ -265,7 +303,7 @@ async function retryAction(flags: ChangeFlags): Promise<void> {
     const { projection } = await targetOf(pool, setup, flags);
     // The privileges to apply, on the tables the retry writes (a version's, in its schema).
     await checkDatabase(config.databaseUrl, flags.execute === true ? ["apply"] : [], projection.tables);
-    const letters = await selectDeadLetters(pool, filterFrom(flags, projection.name));
+    const letters = await selectNamed(pool, flags, projection.name);
     if (!flags.execute) {
       dryRun("retry", letters, flags.output);
       return;
@@ -362,7 +400,7 @@ async function discardAction(flags: ChangeFlags): Promise<void> {
   const pool = createPool({ connectionString: config.databaseUrl, max: 1 });
   try {
     const { projection } = await targetOf(pool, setup, flags);
-    const letters = await selectDeadLetters(pool, filterFrom(flags, projection.name));
+    const letters = await selectNamed(pool, flags, projection.name);
     if (!flags.execute) {
       dryRun(flags.deleteBytes ? "discard (deleting their bytes)" : "discard", letters, flags.output);
       return;

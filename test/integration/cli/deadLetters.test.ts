@@ -264,6 +264,28 @@ describe("dead-letters", () => {
 });
 
 describe("dead-letters after a rebuild", () => {
+  it("regression: retry and discard of an id that is no dead letter exit 1 (NOT_FOUND), changing nothing; an id already resolved is said (break-it review)", async () => {
+    const before = await db.pool.query("SELECT * FROM replayable.dead_letters ORDER BY id");
+    const retried = await cli("retry", "--id", "9223372036854775807", "--execute");
+    expect(retried.stderr).toContain("no dead letter with id 9223372036854775807 of projection ledger");
+    expect(retried.code).toBe(1);
+    const discarded = await cli("discard", "--id", ids.zero, "--id", "999999", "--execute");
+    expect(discarded.stderr).toContain("no dead letter with id 999999 of projection ledger");
+    expect(discarded.code).toBe(1);
+    expect((await db.pool.query("SELECT * FROM replayable.dead_letters ORDER BY id")).rows).toEqual(
+      before.rows,
+    );
+    // Discarded by the test before: said, and left as it is.
+    const resolved = await cli("retry", "--id", ids.notJson);
+    expect(resolved.code, resolved.stderr).toBe(0);
+    expect(resolved.stderr).toContain(`dead letter ${ids.notJson} is already resolved (discarded)`);
+    // A bigint id of 19 digits is an id, not a malformed one.
+    const shown = await cli("show", "1000000000000000000");
+    expect(shown.stderr).toContain("no dead letter with id 1000000000000000000");
+    expect(shown.code).toBe(1);
+    expect((await cli("show", "9223372036854775808")).code).toBe(2);
+  });
+
   it("`dead-letters retry` after a rebuild applies a record twice: the rebuild resolves the letters of the records it hands back", async () => {
     const own = await createTestDatabase();
     try {
