@@ -2,6 +2,8 @@
 import { Command } from "commander";
 import { createPool, drizzleOf, type Db } from "../../db/pool.js";
 import { checkDatabase } from "../../db/startupCheck.js";
+import { ReplayableError } from "../../errors.js";
+import { missingTables } from "../../sql/tableExists.js";
 import { githubChecksum, readGithubState } from "../../projections/github/checksum.js";
 import { ledgerChecksum, readLedgerState } from "../../projections/ledger/checksum.js";
 import { tableChecksums } from "../../sql/tableChecksums.js";
@@ -46,6 +48,13 @@ async function checksumAction(flags: ChecksumFlags): Promise<void> {
   await checkDatabase(config.databaseUrl, [], projection.tables);
   const pool = createPool({ connectionString: config.databaseUrl, max: 1 });
   try {
+    const missing = await missingTables(pool, projection.tables);
+    if (missing.length > 0)
+      throw new ReplayableError(
+        "NOT_MIGRATED",
+        `projection ${projection.name}'s tables ${missing.join(", ")} do not exist: run \`replayable migrate\` first (with the same database), which applies the projection's migrations`,
+        { context: { projection: projection.name, missing } },
+      );
     const tables = await tableChecksums(pool, projection.tables);
     const state =
       projection.origin === "example" ? await stateChecksums[projection.name]?.(drizzleOf(pool)) : undefined;

@@ -191,6 +191,18 @@ describe("a database that was never migrated", () => {
   }, 240_000);
 });
 
+describe("a projection whose migrations were never applied", () => {
+  it("regression: checksum says to run `replayable migrate` (exit 2), not PostgreSQL's relation does not exist (break-it review)", async () => {
+    const db = await createTestDatabase(false);
+    onTestFinished(() => db.drop());
+    const r = await runCli(["checksum", "--projection", "ledger"], { DATABASE_URL: db.url });
+    expect(r.stderr).toContain("projection ledger's tables ledger.ledger_accounts");
+    expect(r.stderr).toContain("run `replayable migrate` first");
+    expect(r.stderr).not.toContain("relation ");
+    expect(r.code, r.stderr).toBe(2);
+  }, 60_000);
+});
+
 describe("an empty flag", () => {
   it("regression: `status --brokers ''` is an error naming --brokers, not a fall-back to the default brokers", async () => {
     const r = await runCli(["status", "--projection", "ledger", "--brokers", ""], {
