@@ -122,8 +122,10 @@ export function newOffsetFor(spec: ResetSpec, state: PartitionState): { offset: 
 
 /**
  * What the consumer does after the group was reset to `newOffset` (docs/design.md "Replay and rebuild"):
- * it reads from `newOffset` (moved into [log start, high watermark], where reading really starts)
- * up to the high watermark; below the checkpoint records are duplicates, at or past it they are
+ * it reads from `newOffset` (one below the log start moved up to it, where reading really starts;
+ * one above the high watermark, which only a committed offset kept by `--to-current` can be, gets
+ * OFFSET_OUT_OF_RANGE and starts again from the log start, as replayable's consumers reset to
+ * earliest) up to the high watermark; below the checkpoint records are duplicates, at or past it they are
  * applied; a new offset past the checkpoint skips the records in between for good.
  * A missing checkpoint counts as 0 (nothing applied yet).
  */
@@ -133,7 +135,8 @@ export function replayCounts(
   highWatermark: bigint,
   checkpoint: bigint | null,
 ): { duplicates: bigint; firstApplies: bigint; skipped: bigint } {
-  const start = clampOffset(newOffset, logStartOffset, highWatermark);
+  const start =
+    newOffset > highWatermark ? logStartOffset : clampOffset(newOffset, logStartOffset, highWatermark);
   const k = checkpoint ?? 0n;
   const positive = (n: bigint) => (n > 0n ? n : 0n);
   const min = (a: bigint, b: bigint) => (a < b ? a : b);

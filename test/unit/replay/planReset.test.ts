@@ -100,6 +100,14 @@ describe("replayCounts (dry-run counts)", () => {
     expect(replayCounts(50n, 40n, 100n, 20n)).toEqual({ duplicates: 0n, firstApplies: 50n, skipped: 10n });
   });
 
+  it("regression: a new offset above the high watermark (--to-current of a committed offset set past it) counts reading from the log start, as OFFSET_OUT_OF_RANGE makes the consumer (break-it review)", () => {
+    expect(replayCounts(9007199254740993n, 0n, 800n, 700n)).toEqual({
+      duplicates: 700n,
+      firstApplies: 100n,
+      skipped: 0n,
+    });
+  });
+
   it("a checkpoint above the high watermark (topic recreated) applies nothing", () => {
     expect(replayCounts(0n, 0n, 5n, 80n)).toEqual({ duplicates: 5n, firstApplies: 0n, skipped: 0n });
   });
