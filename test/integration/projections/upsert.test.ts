@@ -104,6 +104,44 @@ async function withTable(ddl: string, fresh: boolean): Promise<TestDatabase> {
   return db;
 }
 
+/** The spec of `declaration`, validated against its table (`ddl`, run in the test's database), and a new topic. */
+async function prepare(
+  declaration: UpsertProjectionDeclaration,
+  ddl: string,
+  prefix: string,
+  partitions: number,
+) {
+  const spec = parseUpsertProjectionSpec(declaration);
+  expect(await validateUpsertProjection(spec, (await withTable(ddl, false)).pool)).toEqual([]);
+  const topic = uniqueName(prefix);
+  await stack.admin.createTopic(topic, partitions);
+  return { spec, topic };
+}
+
+/**
+ * {@link runAndReplay} with the set-based apply (into the test's database), then with the
+ * per-record apply (into a fresh database with the same `ddl`); `check` reads the table after each.
+ */
+async function bothApplies(
+  spec: ReturnType<typeof parseUpsertProjectionSpec>,
+  ddl: string,
+  topic: string,
+  total: number,
+  duplicateKey: "offset" | "event_id",
+  check: (db: TestDatabase, label: string) => Promise<void>,
+) {
+  const runs = [];
+  for (const [i, projection] of [
+    upsertProjection(spec),
+    { ...upsertProjection(spec), applyBatch: undefined },
+  ].entries()) {
+    const db = i === 0 ? stack.db : await withTable(ddl, true);
+    runs.push(await runAndReplay(db, projection, topic, total, duplicateKey));
+    await check(db, i === 0 ? "batch apply" : "per-record apply");
+  }
+  return runs;
+}
+
 describe("upsert sink, upsert mode", () => {
   const DDL = `CREATE SCHEMA sink;
     CREATE TABLE sink.customers (
@@ -139,10 +177,7 @@ describe("upsert sink, upsert mode", () => {
   }
 
   it("equals a model of the stream; bad records are dead-lettered; replay and per-record apply agree", async () => {
-    const spec = parseUpsertProjectionSpec(declaration);
-    expect(await validateUpsertProjection(spec, (await withTable(DDL, false)).pool)).toEqual([]);
-    const topic = uniqueName("upsert");
-    await stack.admin.createTopic(topic, 3);
+    const { spec, topic } = await prepare(declaration, DDL, "upsert", 3);
 
     // The stream, and the table it must leave: each key's records in produce order = offset order.
     const random = seededRandom(12);
@@ -186,26 +221,17 @@ describe("upsert sink, upsert mode", () => {
     const all = [...records.slice(0, 300), ...bad, ...records.slice(300)];
     await produceRecords(testKafka(), topic, all);
 
-    const runs = [];
-    for (const [i, projection] of [
-      upsertProjection(spec),
-      { ...upsertProjection(spec), applyBatch: undefined },
-    ].entries()) {
-      const db = i === 0 ? stack.db : await withTable(DDL, true);
-      const run = await runAndReplay(db, projection, topic, all.length, "offset");
-      if (i === 0) {
-        const rows = await db.pool.query<Row>(
-          `SELECT id::text, name, balance::text AS balance,
-                  (extract(epoch FROM seen_at) * 1000)::bigint::text AS seen_ms, tags
-             FROM sink.customers ORDER BY customers.id`,
-        );
-        const expected = [...model.values()].sort((a, b) => Number(a.id) - Number(b.id));
-        expect(rows.rows).toEqual(expected);
-        const notes = await db.pool.query<{ note: string }>(`SELECT DISTINCT note FROM sink.customers`);
-        expect(notes.rows).toEqual([{ note: "new" }]);
-      }
-      runs.push(run);
-    }
+    const runs = await bothApplies(spec, DDL, topic, all.length, "offset", async (db, label) => {
+      const rows = await db.pool.query<Row>(
+        `SELECT id::text, name, balance::text AS balance,
+                (extract(epoch FROM seen_at) * 1000)::bigint::text AS seen_ms, tags
+           FROM sink.customers ORDER BY customers.id`,
+      );
+      const expected = [...model.values()].sort((a, b) => Number(a.id) - Number(b.id));
+      expect(rows.rows, label).toEqual(expected);
+      const notes = await db.pool.query<{ note: string }>(`SELECT DISTINCT note FROM sink.customers`);
+      expect(notes.rows, label).toEqual([{ note: "new" }]);
+    });
     const [batch, perRecord] = runs;
     expect(batch!.applied).toBe(all.length - bad.length);
     expect(batch!.deadLetters.map((d) => [d.code, d.message, d.value?.toString()])).toEqual([
@@ -246,10 +272,7 @@ describe("upsert sink, a varchar(n) key", () => {
   };
 
   it("regression: a write of 'abc ' and a tombstone of 'abc' in one batch delete the row, as record by record (break-it review)", async () => {
-    const spec = parseUpsertProjectionSpec(declaration);
-    expect(await validateUpsertProjection(spec, (await withTable(DDL, false)).pool)).toEqual([]);
-    const topic = uniqueName("upsert-varchar");
-    await stack.admin.createTopic(topic, 1);
+    const { spec, topic } = await prepare(declaration, DDL, "upsert-varchar", 1);
     const records: ProducerRecord[] = [
       { key: "abc ", value: JSON.stringify({ name: "written" }) },
       { key: "abc", value: null },
@@ -265,17 +288,10 @@ describe("upsert sink, a varchar(n) key", () => {
       { id: "de ", name: "last" },
       { id: "fg", name: "after the tombstone" },
     ];
-    const runs = [];
-    for (const [i, projection] of [
-      upsertProjection(spec),
-      { ...upsertProjection(spec), applyBatch: undefined },
-    ].entries()) {
-      const db = i === 0 ? stack.db : await withTable(DDL, true);
-      const run = await runAndReplay(db, projection, topic, records.length, "offset");
+    const runs = await bothApplies(spec, DDL, topic, records.length, "offset", async (db, label) => {
       const rows = await db.pool.query(`SELECT id, name FROM sink.codes ORDER BY id COLLATE "C"`);
-      expect(rows.rows, i === 0 ? "batch apply" : "per-record apply").toEqual(model);
-      runs.push(run);
-    }
+      expect(rows.rows, label).toEqual(model);
+    });
     expect(runs[0]!.deadLetters).toEqual([]);
     expect(runs[0]).toEqual(runs[1]);
   });
@@ -305,10 +321,7 @@ describe("upsert sink, insert mode", () => {
   };
 
   it("inserts each key once, dead-letters a second insert, deletes on tombstones; replay and per-record apply agree", async () => {
-    const spec = parseUpsertProjectionSpec(declaration);
-    expect(await validateUpsertProjection(spec, (await withTable(DDL, false)).pool)).toEqual([]);
-    const topic = uniqueName("insert");
-    await stack.admin.createTopic(topic, 2);
+    const { spec, topic } = await prepare(declaration, DDL, "insert", 2);
 
     const random = seededRandom(7);
     const model = new Map<string, string>();
@@ -348,22 +361,13 @@ describe("upsert sink, insert mode", () => {
     await produceRecords(testKafka(), topic, all);
     expect(conflicts).toBeGreaterThan(0);
 
-    const runs = [];
-    for (const [i, projection] of [
-      upsertProjection(spec),
-      { ...upsertProjection(spec), applyBatch: undefined },
-    ].entries()) {
-      const db = i === 0 ? stack.db : await withTable(DDL, true);
-      const run = await runAndReplay(db, projection, topic, all.length, "event_id");
-      if (i === 0) {
-        const rows = await db.pool.query<{ key: string; amount: string }>(
-          `SELECT json_build_object('tenant', tenant, 'id', id)::text AS key, amount::text FROM sink.orders`,
-        );
-        const actual = new Map(rows.rows.map((r) => [JSON.stringify(JSON.parse(r.key)), r.amount]));
-        expect(actual).toEqual(model);
-      }
-      runs.push(run);
-    }
+    const runs = await bothApplies(spec, DDL, topic, all.length, "event_id", async (db, label) => {
+      const rows = await db.pool.query<{ key: string; amount: string }>(
+        `SELECT json_build_object('tenant', tenant, 'id', id)::text AS key, amount::text FROM sink.orders`,
+      );
+      const actual = new Map(rows.rows.map((r) => [JSON.stringify(JSON.parse(r.key)), r.amount]));
+      expect(actual, label).toEqual(model);
+    });
     const [batch, perRecord] = runs;
     expect(batch!.duplicates).toBe(resent);
     expect(batch!.applied).toBe(all.length - resent - bad.length - conflicts);
