@@ -35,6 +35,25 @@ export const ERROR_CODES = [
 /** One of {@link ERROR_CODES}. */
 export type ErrorCode = (typeof ERROR_CODES)[number];
 
+/**
+ * The codes the engine dead-letters a record with (docs/dead-letters.md "Error codes"). A
+ * projection's {@link PermanentRecordError} may carry any other {@link ErrorCode}.
+ */
+export const DEAD_LETTER_CODES = [
+  "DECODE_FAILED",
+  "EVENT_ID_MISSING",
+  "EVENT_ID_REUSED",
+  "RECORD_TOO_LARGE",
+  "RECORD_TOO_MANY_HEADERS",
+  "DATABASE_LIMIT_EXCEEDED",
+  "APPLY_REJECTED",
+] as const satisfies readonly ErrorCode[];
+
+/** True when `code` is one of {@link ERROR_CODES}. */
+export function isErrorCode(code: string): code is ErrorCode {
+  return (ERROR_CODES as readonly string[]).includes(code);
+}
+
 /** Options for {@link ReplayableError}: what caused it, where, and whether a retry can help. */
 export interface ReplayableErrorOptions {
   cause?: unknown;

@@ -10,7 +10,7 @@ import { createPool } from "../../db/pool.js";
 import { checkDatabase } from "../../db/startupCheck.js";
 import { retryDeadLetter, type RetryOutcome } from "../../engine/retryDeadLetter.js";
 import { inCommandSpan, type Tracing } from "../../tracing/tracing.js";
-import { ReplayableError } from "../../errors.js";
+import { DEAD_LETTER_CODES, isErrorCode, ReplayableError } from "../../errors.js";
 import { resolveDeadLetter } from "../../sql/resolveDeadLetter.js";
 import { selectDeadLetters, type DeadLetter, type DeadLetterFilter } from "../../sql/selectDeadLetters.js";
 import {
@@ -100,6 +100,13 @@ function filterFrom(flags: FilterFlags, projection: string): DeadLetterFilter {
         "CONFIG_INVALID",
         `--id: "${id}" is not a dead letter id; ids are whole numbers from 1 to ${MAX_BIGINT}`,
       );
+  }
+  if (flags.code !== undefined && !isErrorCode(flags.code)) {
+    const codes = DEAD_LETTER_CODES.join(", ").replace(/, (?=[A-Z_]+$)/, " or ");
+    throw new ReplayableError(
+      "CONFIG_INVALID",
+      `--code: "${flags.code}" is not an error code; dead letters carry ${codes} (a projection's PermanentRecordError any code of docs/dead-letters.md "Error codes")`,
+    );
   }
   const since = parseTimeFlag("--since", flags.since);
   const until = parseTimeFlag("--until", flags.until);

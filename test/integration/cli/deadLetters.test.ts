@@ -140,6 +140,16 @@ describe("dead-letters", () => {
     );
   });
 
+  it("regression: list, retry and discard refuse a --code that is no error code, naming the codes (it selected nothing, exit 0)", async () => {
+    for (const sub of ["list", "retry", "discard"]) {
+      const result = await cli(sub, "--code", "DECODE_FAIL");
+      expect(result.code, sub).toBe(2);
+      expect(result.stderr, sub).toContain(
+        'replayable: --code: "DECODE_FAIL" is not an error code; dead letters carry DECODE_FAILED, EVENT_ID_MISSING, EVENT_ID_REUSED, RECORD_TOO_LARGE, RECORD_TOO_MANY_HEADERS, DATABASE_LIMIT_EXCEEDED or APPLY_REJECTED',
+      );
+    }
+  });
+
   it("show prints the key and value as UTF-8 when valid, else base64, and the headers", async () => {
     const text = await cli("show", ids.binary);
     expect(text.code).toBe(0);
