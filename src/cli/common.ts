@@ -150,10 +150,16 @@ export async function configFrom(
   };
   const explicit = sources.projection === "named";
   const fromFile = file?.values.REPLAYABLE_PROJECTION !== undefined;
+  // Where REPLAYABLE_PROJECTION came from, as parseConfig's problems say it.
+  const projectionSource = given(overrides.REPLAYABLE_PROJECTION)
+    ? " (from a command-line flag)"
+    : !given(process.env.REPLAYABLE_PROJECTION) && fromFile && file !== undefined
+      ? ` (from ${file.label}: ${file.names.REPLAYABLE_PROJECTION ?? "REPLAYABLE_PROJECTION"})`
+      : "";
   const chosen = (group?: string) => {
-    if (explicit) return projections.get(config.projection);
+    if (explicit) return projections.get(config.projection, projectionSource);
     if (group !== undefined && projections.has(group)) return projections.get(group);
-    if (fromFile) return projections.get(config.projection);
+    if (fromFile) return projections.get(config.projection, projectionSource);
     if (configured.length > 1)
       throw new ReplayableError(
         "CONFIG_INVALID",

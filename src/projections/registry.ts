@@ -72,15 +72,16 @@ export class ProjectionRegistry {
   }
 
   /**
-   * The projection called `name`.
-   * @throws ReplayableError CONFIG_INVALID naming the setting and the valid projections.
+   * The projection called `name`; `source` says where the name came from, as config problems
+   * say it (` (from a command-line flag)`; empty for the environment).
+   * @throws ReplayableError CONFIG_INVALID naming the setting, its source and the valid projections.
    */
-  get(name: string): RegisteredProjection {
+  get(name: string, source = ""): RegisteredProjection {
     const projection = this.#byName.get(name);
     if (projection === undefined) {
       throw new ReplayableError(
         "CONFIG_INVALID",
-        `invalid configuration:\n  REPLAYABLE_PROJECTION=${name}: unknown projection; use one of ${this.names().join(", ")} (--projection, REPLAYABLE_PROJECTION or the config file's projections)`,
+        `invalid configuration:\n  REPLAYABLE_PROJECTION=${name}${source}: unknown projection; use one of ${this.names().join(", ")} (--projection, REPLAYABLE_PROJECTION or the config file's projections)`,
       );
     }
     return projection;

@@ -39,7 +39,7 @@ export function projectionsToMigrate(
   named: readonly string[] | undefined,
 ): RegisteredProjection[] {
   if (named !== undefined && named.length > 0)
-    return [...new Set(named)].map((n) => setup.projections.get(n));
+    return [...new Set(named)].map((n) => setup.projections.get(n, " (from a command-line flag)"));
   const out = [...setup.projections.configured()];
   const fromEnv = process.env.REPLAYABLE_PROJECTION;
   if (fromEnv !== undefined && fromEnv !== "" && !out.some((p) => p.name === fromEnv))

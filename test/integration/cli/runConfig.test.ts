@@ -57,6 +57,13 @@ describe("run refuses bad settings at start", () => {
       "REPLAYABLE_PROJECTION=nope: unknown projection; use one of ledger",
     ],
     [
+      "regression: an unknown projection from a flag says it came from the flag (break-it review)",
+      ["--projection", "nope"],
+      {},
+      2,
+      "REPLAYABLE_PROJECTION=nope (from a command-line flag): unknown projection; use one of ledger",
+    ],
+    [
       "a topic that does not exist",
       ["--topic", "no-such-topic-7f3a"],
       {},
@@ -84,7 +91,7 @@ describe("run refuses bad settings at start", () => {
     const fromEnv = extraArgs.includes("--projection-from-env");
     const args = [
       "run",
-      ...(fromEnv ? [] : ["--projection", "ledger"]),
+      ...(fromEnv || extraArgs.includes("--projection") ? [] : ["--projection", "ledger"]),
       ...(extraArgs.includes("--topic") ? [] : ["--topic", topic]),
       "--group",
       group,
