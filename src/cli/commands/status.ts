@@ -38,51 +38,71 @@ interface StatusFlags extends ConnectionFlags {
   output: string;
 }
 
-/** One partition's state as `status` reports it. Offsets are strings; "-" where none. */
+/**
+ * One partition's state as `status` reports it. Offsets are strings; null where none (the table
+ * shows "-").
+ */
 export interface PartitionStatus {
   topic: string;
   partition: number;
   logStartOffset: string;
   highWatermark: string;
-  committedOffset: string;
-  checkpoint: string;
+  committedOffset: string | null;
+  checkpoint: string | null;
   /**
    * High watermark minus where the next run starts reading: the committed offset, or the log
-   * start offset when nothing is committed or the committed offset is above the high watermark.
+   * start offset when nothing is committed or the committed offset is outside the log (above the
+   * high watermark, or below the log start offset).
    */
   lag: string;
 }
 
 /**
- * One partition's row, and a warning when the committed offset is above the high watermark (the
- * topic was recreated or truncated, or an offset was set by hand): KafkaJS then gets
- * OFFSET_OUT_OF_RANGE and resets to `auto.offset.reset` (the log start offset, `fromBeginning`), so
- * the lag counts from there instead of going negative.
+ * One partition's row, and a warning when the committed offset is outside the log: above the high
+ * watermark (the topic was recreated or truncated, or an offset was set by hand), or below the log
+ * start offset (the records between were deleted, by retention or DeleteRecords, KIP-107, before
+ * the group read them). The client then gets OFFSET_OUT_OF_RANGE and resets to
+ * `auto.offset.reset` (the log start offset, `fromBeginning`), so the lag counts from there.
  * @param committed the committed offset as read; negative or absent means none ({@link committedOffsetOrNone}).
+ * @param groupId the consumer group whose committed offset it is, for the warning.
  */
 export function partitionStatus(
   topic: string,
   offsets: { partition: number; logStartOffset: string; highWatermark: string },
   committed: string | undefined,
   checkpoint: string | undefined,
+  groupId: string,
 ): { row: PartitionStatus; warning?: string } {
   const c = committedOffsetOrNone(committed);
   const ahead = c !== null && compareOffsets(c, offsets.highWatermark) > 0;
-  const from = c === null || ahead ? offsets.logStartOffset : c;
+  const deleted = c !== null && compareOffsets(c, offsets.logStartOffset) < 0;
+  const from = c === null || ahead || deleted ? offsets.logStartOffset : c;
   const row = {
     topic,
     partition: offsets.partition,
     logStartOffset: offsets.logStartOffset,
     highWatermark: offsets.highWatermark,
-    committedOffset: c ?? "-",
-    checkpoint: checkpoint ?? "-",
+    committedOffset: c,
+    checkpoint: checkpoint ?? null,
     lag: offsetDistance(offsets.highWatermark, from).toString(),
   };
+  if (deleted) {
+    const last = (BigInt(offsets.logStartOffset) - 1n).toString();
+    return {
+      row,
+      warning: `${topic}:${offsets.partition}: the committed offset ${c} is below the log start offset ${offsets.logStartOffset}: records ${c} to ${last} were deleted (retention or DeleteRecords) before group ${groupId} read them, and the projection never applies them; the next run gets OFFSET_OUT_OF_RANGE and starts at the log start offset, so the lag counts from there. A full \`replayable rebuild\` cannot bring them back either.`,
+    };
+  }
   if (!ahead) return { row };
   return {
     row,
     warning: `${topic}:${offsets.partition}: the committed offset ${c} is above the high watermark ${offsets.highWatermark} (the topic was recreated or truncated, or the offset was set by hand); the next run gets OFFSET_OUT_OF_RANGE and starts again from the log start offset ${offsets.logStartOffset}, so the lag counts from there. Check with \`replayable replay --to-earliest\` (a dry run) before running.`,
   };
+}
+
+/** A row as the table shows it: "-" where JSON has null. */
+function tableRow(row: PartitionStatus): Record<string, string | number> {
+  return { ...row, committedOffset: row.committedOffset ?? "-", checkpoint: row.checkpoint ?? "-" };
 }
 
 /** Builds the `status` command. */
@@ -132,7 +152,7 @@ async function statusAction(flags: StatusFlags): Promise<void> {
       printJson({ groupId: config.groupId, projection: projection.name, partitions: rows, warnings });
     else {
       process.stdout.write(`group ${config.groupId}, projection ${projection.name}\n`);
-      printTable(rows as unknown as Record<string, string | number>[]);
+      printTable(rows.map(tableRow));
       for (const warning of warnings) process.stdout.write(`WARNING: ${terminalSafe(warning)}\n`);
     }
   });
@@ -169,7 +189,7 @@ async function printVersionsStatus(
   process.stdout.write(`projection ${projection.name} (versioned)\n`);
   printTable(
     versions.flatMap((v) =>
-      v.rows.map((r) => ({ version: v.version, state: v.state, group: v.groupId, ...r })),
+      v.rows.map((r) => ({ version: v.version, state: v.state, group: v.groupId, ...tableRow(r) })),
     ),
   );
   process.stdout.write("\n");
@@ -238,7 +258,7 @@ async function progressOf(
 /**
  * Every partition's {@link PartitionStatus} of the topics `status` shows, and the warnings: topics
  * found in the group's offsets or the checkpoints but deleted since (also listed as `gone`),
- * committed offsets above the high watermark.
+ * committed offsets outside the log ({@link partitionStatus}).
  * @throws ReplayableError when a topic named or defaulted does not exist (a usage error).
  */
 async function readPartitionStatus(
@@ -277,6 +297,7 @@ async function readPartitionStatus(
         p,
         committed.find((x) => x.topic === topic && x.partition === p.partition)?.offset,
         checkpoints.find((x) => x.topic === topic && x.partition === p.partition)?.nextOffset,
+        config.groupId,
       );
       rows.push(row);
       if (warning !== undefined) warnings.push(warning);

@@ -11,7 +11,7 @@ import { cliJson } from "../../helpers/replay.js";
 import { BROKERS, uniqueName, useStack } from "../../helpers/stack.js";
 
 interface StatusJson {
-  partitions: { partition: number; committedOffset: string; lag: string }[];
+  partitions: { partition: number; committedOffset: string | null; checkpoint: string | null; lag: string }[];
   warnings: string[];
 }
 
@@ -85,7 +85,12 @@ describe("committed offsets that are not positions in the log", () => {
     expect(status.code, status.stderr).toBe(0);
     expect((JSON.parse(status.stdout) as StatusJson).partitions).toEqual(
       ends.map((e): unknown =>
-        expect.objectContaining({ partition: e.partition, committedOffset: "-", lag: e.highWatermark }),
+        expect.objectContaining({
+          partition: e.partition,
+          committedOffset: null,
+          checkpoint: null,
+          lag: e.highWatermark,
+        }),
       ),
     );
 
@@ -128,5 +133,25 @@ describe("committed offsets that are not positions in the log", () => {
     expect(plan.partitions).toEqual([
       expect.objectContaining({ committedOffset: "100", newOffset: "0", committedAheadOfLog: true }),
     ]);
+  });
+
+  it("regression: a committed offset below the log start offset is a warning in status (records deleted before the group read them), and the lag counts from the log start (break-it review)", async () => {
+    const topic = uniqueName("deleted");
+    const group = uniqueName("g");
+    await produceLedger(stack.admin, topic, { count: 10, partitions: 1, seed: 6 });
+    await stack.admin.setOffsets(group, topic, [{ partition: 0, offset: "2" }]);
+    await stack.admin.deleteRecords(topic, [{ partition: 0, offset: "6" }]);
+    const [end] = await stack.admin.topicOffsets(topic);
+    expect([end!.logStartOffset, end!.highWatermark]).toEqual(["6", "10"]);
+
+    const status = await runCli([...statusArgs(group, topic), "--output", "json"], env());
+    expect(status.code, status.stderr).toBe(0);
+    const json = JSON.parse(status.stdout) as StatusJson;
+    expect(json.partitions).toEqual([expect.objectContaining({ committedOffset: "2", lag: "4" })]);
+    const warning = `${topic}:0: the committed offset 2 is below the log start offset 6: records 2 to 5 were deleted (retention or DeleteRecords) before group ${group} read them`;
+    expect(json.warnings).toEqual([expect.stringContaining(warning)]);
+    const table = await runCli(statusArgs(group, topic), env());
+    expect(table.code, table.stderr).toBe(0);
+    expect(table.stdout).toContain(`WARNING: ${warning}`);
   });
 });
