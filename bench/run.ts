@@ -610,8 +610,12 @@ async function runScenario(
 ): Promise<ScenarioMeasurement> {
   const { options } = ctx;
   // One directory per scenario (Node names the files by time, pid and thread).
-  const nodeArgs =
-    profileDir === undefined ? [] : ["--cpu-prof", "--cpu-prof-dir", join(profileDir, spec.scenario)];
+  // The resolve hook `replayable run` starts with (bin/replayable.js): start-up as users get it.
+  const nodeArgs = [
+    "--import",
+    join(import.meta.dirname, "..", "bin", "resolveHooks.js"),
+    ...(profileDir === undefined ? [] : ["--cpu-prof", "--cpu-prof-dir", join(profileDir, spec.scenario)]),
+  ];
   const args = [...nodeArgs, ctx.child, JSON.stringify(spec)];
   const limited =
     options.memoryLimitBytes === 0

@@ -2,6 +2,8 @@
 // Entry point of the `replayable` CLI: the TypeScript sources through tsx in a checkout,
 // the compiled dist/ when installed as a package.
 import { existsSync } from "node:fs";
+// First, before the CLI's modules are resolved: saves ~1 s of CPU at start (see the file).
+import "./resolveHooks.js";
 
 const source = new URL("../src/cli/main.ts", import.meta.url);
 if (existsSync(source)) {

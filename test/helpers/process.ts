@@ -43,6 +43,8 @@ export interface CliOptions {
 }
 
 const BIN = fileURLToPath(new URL("../../bin/replayable.js", import.meta.url));
+/** The resolve hook bin/replayable.js loads first: the CLI's start-up as users run it. */
+const RESOLVE_HOOKS = fileURLToPath(new URL("../../bin/resolveHooks.js", import.meta.url));
 
 /** Starts `replayable <args>` through tsx with `env` added to the environment. */
 export function startCli(
@@ -54,7 +56,7 @@ export function startCli(
     options.command !== undefined
       ? [...options.command, ...args]
       : options.cwd === undefined
-        ? [process.execPath, "--import", "tsx", "src/cli/main.ts", ...args]
+        ? [process.execPath, "--import", RESOLVE_HOOKS, "--import", "tsx", "src/cli/main.ts", ...args]
         : [process.execPath, BIN, ...args];
   const group = options.processGroup === true;
   const child = spawn(program, argv, {

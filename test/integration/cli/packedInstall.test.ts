@@ -358,6 +358,7 @@ describe("replayable as a user installs it: npm pack, npm install <tarball>, npx
     expect(files).toEqual(
       expect.arrayContaining([
         "bin/replayable.js",
+        "bin/resolveHooks.js",
         "dist/src/cli/main.js",
         "dist/src/index.js",
         "dist/src/index.d.ts",
@@ -399,6 +400,19 @@ describe("replayable as a user installs it: npm pack, npm install <tarball>, npx
       project,
     );
     expect(patched.trim()).toBe("patched");
+    // A service of the user's own starts with the CLI's resolve hook (README "Projections").
+    const hooked = await sh(
+      process.execPath,
+      [
+        "--import",
+        "replayable/resolve-hooks",
+        "--input-type=module",
+        "-e",
+        `const m = await import("replayable"); console.log(typeof m.ConsumerService);`,
+      ],
+      project,
+    );
+    expect(hooked.trim()).toBe("function");
     expect(existsSync(join(root, "src"))).toBe(false);
     expect(existsSync(join(project, "node_modules", "tsx"))).toBe(false);
     // Source maps point at src/, which is not shipped: each carries its sources' text instead, so
