@@ -61,7 +61,8 @@ export interface PartitionStatus {
  * One partition's row, and a warning when the committed offset is outside the log: above the high
  * watermark (the topic was recreated or truncated, or an offset was set by hand), or below the log
  * start offset (the records between were deleted, by retention or DeleteRecords, KIP-107, before
- * the group read them). The client then gets OFFSET_OUT_OF_RANGE and resets to
+ * the group read them); and when the projection's checkpoint is below the log start offset (records
+ * it never applied were deleted: e.g. the group's offsets expired while no member ran). The client then gets OFFSET_OUT_OF_RANGE and resets to
  * `auto.offset.reset` (the log start offset, `fromBeginning`), so the lag counts from there.
  * @param committed the committed offset as read; negative or absent means none ({@link committedOffsetOrNone}).
  * @param groupId the consumer group whose committed offset it is, for the warning.
@@ -91,6 +92,14 @@ export function partitionStatus(
     return {
       row,
       warning: `${topic}:${offsets.partition}: the committed offset ${c} is below the log start offset ${offsets.logStartOffset}: records ${c} to ${last} were deleted (retention or DeleteRecords) before group ${groupId} read them, and the projection never applies them; the next run gets OFFSET_OUT_OF_RANGE and starts at the log start offset, so the lag counts from there. A full \`replayable rebuild\` cannot bring them back either.`,
+    };
+  }
+  if (checkpoint !== undefined && !ahead && compareOffsets(checkpoint, offsets.logStartOffset) < 0) {
+    const last = (BigInt(offsets.logStartOffset) - 1n).toString();
+    const group = c === null ? `group ${groupId} has no committed offset` : `group ${groupId} committed ${c}`;
+    return {
+      row,
+      warning: `${topic}:${offsets.partition}: the checkpoint ${checkpoint} is below the log start offset ${offsets.logStartOffset}: records ${checkpoint} to ${last} were deleted (retention or DeleteRecords) before the projection applied them, and it never applies them (${group}; expired offsets, offsets.retention.minutes, look like this). The next run starts at the log start offset. A full \`replayable rebuild\` cannot bring them back either.`,
     };
   }
   if (!ahead) return { row };

@@ -154,4 +154,27 @@ describe("committed offsets that are not positions in the log", () => {
     expect(table.code, table.stderr).toBe(0);
     expect(table.stdout).toContain(`WARNING: ${warning}`);
   });
+
+  it("regression: a checkpoint below the log start offset is a warning in status even when the group has no committed offset (expired offsets; break-it review)", async () => {
+    const topic = uniqueName("expired");
+    const group = uniqueName("g");
+    await produceLedger(stack.admin, topic, { count: 10, partitions: 1, seed: 7 });
+    await stack.db.pool.query(
+      "INSERT INTO replayable.checkpoints (projection, topic, partition, next_offset) VALUES ('ledger', $1, 0, 2)",
+      [topic],
+    );
+    await stack.admin.deleteRecords(topic, [{ partition: 0, offset: "6" }]);
+
+    const status = await runCli([...statusArgs(group, topic), "--output", "json"], env());
+    expect(status.code, status.stderr).toBe(0);
+    const json = JSON.parse(status.stdout) as StatusJson;
+    expect(json.partitions).toEqual([
+      expect.objectContaining({ committedOffset: null, checkpoint: "2", lag: "4" }),
+    ]);
+    expect(json.warnings).toEqual([
+      expect.stringContaining(
+        `${topic}:0: the checkpoint 2 is below the log start offset 6: records 2 to 5 were deleted (retention or DeleteRecords) before the projection applied them, and it never applies them (group ${group} has no committed offset;`,
+      ),
+    ]);
+  });
 });
