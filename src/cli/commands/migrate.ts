@@ -32,7 +32,8 @@ interface MigrateFlags extends ConnectionFlags {
 
 /**
  * The projections `migrate` applies the migrations of: those named by --projection; else the
- * config file's projections and the one REPLAYABLE_PROJECTION names, if set.
+ * config file's projections and the one REPLAYABLE_PROJECTION or the file's `projection` names.
+ * @throws ReplayableError CONFIG_INVALID when that name is no projection.
  */
 export function projectionsToMigrate(
   setup: CliSetup,
@@ -41,9 +42,12 @@ export function projectionsToMigrate(
   if (named !== undefined && named.length > 0)
     return [...new Set(named)].map((n) => setup.projections.get(n, " (from a command-line flag)"));
   const out = [...setup.projections.configured()];
-  const fromEnv = process.env.REPLAYABLE_PROJECTION;
-  if (fromEnv !== undefined && fromEnv !== "" && !out.some((p) => p.name === fromEnv))
-    out.push(setup.projections.get(fromEnv));
+  // REPLAYABLE_PROJECTION or the config file's `projection`: refused when unknown, naming where
+  // it came from (CliSetup.projection).
+  if (setup.sources.projection !== "default") {
+    const named = setup.projection();
+    if (!out.some((p) => p.name === named.name)) out.push(named);
+  }
   return out;
 }
 

@@ -248,6 +248,31 @@ export default defineConfig({
   }, 60_000);
 });
 
+describe("a config file naming a projection", () => {
+  it("regression: migrate refuses a `projection` setting that names no projection, as every other command does, and migrates a known one (it ignored the setting: exit 0; break-it review)", async () => {
+    const dir = tempFolder();
+    const db = await emptyDatabase();
+    const config = (projection: string) =>
+      writeFileSync(
+        join(dir, "replayable.config.ts"),
+        `import { defineConfig } from "replayable";
+export default defineConfig({ projection: ${JSON.stringify(projection)} });
+`,
+      );
+    config("nope");
+    const refused = await runCli(["migrate"], { DATABASE_URL: db.url }, { cwd: dir });
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain(
+      "REPLAYABLE_PROJECTION=nope (from replayable.config.ts: projection): unknown projection",
+    );
+    expect(await schemas(db)).toEqual([]);
+    config("ledger");
+    const migrated = await runCli(["migrate"], { DATABASE_URL: db.url }, { cwd: dir });
+    expect(migrated.code, migrated.stderr).toBe(0);
+    expect(await schemas(db)).toEqual(["ledger", "replayable"]);
+  }, 60_000);
+});
+
 describe("replayable init", () => {
   it("writes a config that migrates and runs, and refuses to overwrite it", async () => {
     const dir = tempFolder();
