@@ -93,7 +93,13 @@ async function targetOf(
   return target;
 }
 
-function filterFrom(flags: FilterFlags, projection: string): DeadLetterFilter {
+/**
+ * The selection the filter flags make. `--code` must be an error code, or a code a dead letter of
+ * the projection carries (a projection's own PermanentRecordError may use another): a typo is
+ * refused instead of selecting nothing.
+ * @throws ReplayableError CONFIG_INVALID naming the flag and what is valid.
+ */
+async function filterFrom(pool: pg.Pool, flags: FilterFlags, projection: string): Promise<DeadLetterFilter> {
   for (const id of flags.id ?? []) {
     if (!isDeadLetterId(id))
       throw new ReplayableError(
@@ -102,11 +108,17 @@ function filterFrom(flags: FilterFlags, projection: string): DeadLetterFilter {
       );
   }
   if (flags.code !== undefined && !isErrorCode(flags.code)) {
-    const codes = DEAD_LETTER_CODES.join(", ").replace(/, (?=[A-Z_]+$)/, " or ");
-    throw new ReplayableError(
-      "CONFIG_INVALID",
-      `--code: "${flags.code}" is not an error code; dead letters carry ${codes} (a projection's PermanentRecordError any code of docs/dead-letters.md "Error codes")`,
+    const carried = await pool.query(
+      "SELECT 1 FROM replayable.dead_letters WHERE projection = $1 AND error_code = $2 LIMIT 1",
+      [projection, flags.code],
     );
+    if (carried.rowCount === 0) {
+      const codes = DEAD_LETTER_CODES.join(", ").replace(/, (?=[A-Z_]+$)/, " or ");
+      throw new ReplayableError(
+        "CONFIG_INVALID",
+        `--code: "${flags.code}" is not an error code; dead letters carry ${codes}, or a code of the projection's own PermanentRecordError (no dead letter of projection ${projection} carries this one)`,
+      );
+    }
   }
   const since = parseTimeFlag("--since", flags.since);
   const until = parseTimeFlag("--until", flags.until);
@@ -145,7 +157,7 @@ function isDeadLetterId(id: string): boolean {
  * @throws ReplayableError NOT_FOUND naming the ids that are no dead letter of the projection.
  */
 async function selectNamed(pool: pg.Pool, flags: FilterFlags, projection: string): Promise<DeadLetter[]> {
-  const filter = filterFrom(flags, projection);
+  const filter = await filterFrom(pool, flags, projection);
   const letters = await selectDeadLetters(pool, filter);
   const named = [...new Set(flags.id ?? [])].map((id) => BigInt(id).toString());
   const chosen = new Set(letters.map((l) => l.id));
@@ -206,7 +218,7 @@ async function listAction(flags: ListFlags): Promise<void> {
   try {
     const { projection } = await targetOf(pool, setup, flags);
     const filter = {
-      ...filterFrom(flags, projection.name),
+      ...(await filterFrom(pool, flags, projection.name)),
       state: flags.state as DeadLetterFilter["state"],
     };
     const letters = await selectDeadLetters(pool, { ...filter, limit: limit + 1 });

@@ -150,6 +150,28 @@ describe("dead-letters", () => {
     }
   });
 
+  it("regression: list, retry and discard take a code no error code has when a dead letter of the projection carries it (a projection's own PermanentRecordError; break-it review)", async () => {
+    const custom = await db.pool.query<{ id: string }>(
+      `INSERT INTO replayable.dead_letters (projection, topic, partition, "offset", record_timestamp, key, value, headers, error_code, error_message)
+       SELECT projection, topic, partition, "offset" + 1000, record_timestamp, key, value, headers, 'AMOUNT_NEGATIVE', 'amount below 0'
+         FROM replayable.dead_letters WHERE id = $1 RETURNING id`,
+      [ids.binary],
+    );
+    const id = custom.rows[0]!.id;
+    try {
+      const listed = await cli("list", "--code", "AMOUNT_NEGATIVE", "--output", "json");
+      expect(listed.code, listed.stderr).toBe(0);
+      expect((JSON.parse(listed.stdout) as { id: string }[]).map((l) => l.id)).toEqual([id]);
+      for (const sub of ["retry", "discard"]) {
+        const dry = await cli(sub, "--code", "AMOUNT_NEGATIVE");
+        expect(dry.code, `${sub}: ${dry.stderr}`).toBe(0);
+        expect(dry.stdout, sub).toContain(id);
+      }
+    } finally {
+      await db.pool.query("DELETE FROM replayable.dead_letters WHERE id = $1", [id]);
+    }
+  });
+
   it("show prints the key and value as UTF-8 when valid, else base64, and the headers", async () => {
     const text = await cli("show", ids.binary);
     expect(text.code).toBe(0);
