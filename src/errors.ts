@@ -5,9 +5,11 @@
  * active) are values, not errors.
  */
 
-/** The stable error codes; the README's "Errors" section explains each. */
-export const ERROR_CODES = [
-  "CONFIG_INVALID",
+/**
+ * The codes the engine dead-letters a record with (docs/dead-letters.md "Error codes"). A
+ * projection's {@link PermanentRecordError} may carry any other {@link ErrorCode}.
+ */
+export const DEAD_LETTER_CODES = [
   "DECODE_FAILED",
   "EVENT_ID_MISSING",
   "EVENT_ID_REUSED",
@@ -15,6 +17,12 @@ export const ERROR_CODES = [
   "RECORD_TOO_MANY_HEADERS",
   "DATABASE_LIMIT_EXCEEDED",
   "APPLY_REJECTED",
+] as const;
+
+/** The stable error codes; the README's "Errors" section explains each. */
+export const ERROR_CODES = [
+  "CONFIG_INVALID",
+  ...DEAD_LETTER_CODES,
   "TRANSIENT_DATABASE",
   "DATABASE",
   "KAFKA",
@@ -34,20 +42,6 @@ export const ERROR_CODES = [
 
 /** One of {@link ERROR_CODES}. */
 export type ErrorCode = (typeof ERROR_CODES)[number];
-
-/**
- * The codes the engine dead-letters a record with (docs/dead-letters.md "Error codes"). A
- * projection's {@link PermanentRecordError} may carry any other {@link ErrorCode}.
- */
-export const DEAD_LETTER_CODES = [
-  "DECODE_FAILED",
-  "EVENT_ID_MISSING",
-  "EVENT_ID_REUSED",
-  "RECORD_TOO_LARGE",
-  "RECORD_TOO_MANY_HEADERS",
-  "DATABASE_LIMIT_EXCEEDED",
-  "APPLY_REJECTED",
-] as const satisfies readonly ErrorCode[];
 
 /** True when `code` is one of {@link ERROR_CODES}. */
 export function isErrorCode(code: string): code is ErrorCode {
