@@ -27,7 +27,8 @@ export interface DeadLetterFilter {
   readonly projection?: string;
   readonly topic?: string;
   readonly partition?: number;
-  readonly code?: string;
+  /** Any of these error codes. */
+  readonly codes?: readonly string[];
   /** created_at at or after this instant. */
   readonly since?: Date;
   /** created_at before this instant. */
@@ -78,7 +79,7 @@ export async function selectDeadLetters(
      WHERE ($1::text IS NULL OR projection = $1)
        AND ($2::text IS NULL OR topic = $2)
        AND ($3::int IS NULL OR partition = $3)
-       AND ($4::text IS NULL OR error_code = $4)
+       AND ($4::text[] IS NULL OR error_code = ANY($4::text[]))
        AND ($5::timestamptz IS NULL OR created_at >= $5)
        AND ($6::timestamptz IS NULL OR created_at < $6)
        AND ($7::bigint[] IS NULL OR id = ANY($7::bigint[]))
@@ -89,7 +90,7 @@ export async function selectDeadLetters(
       filter.projection ?? null,
       filter.topic ?? null,
       filter.partition ?? null,
-      filter.code ?? null,
+      filter.codes === undefined ? null : [...filter.codes],
       filter.since ?? null,
       filter.until ?? null,
       filter.ids === undefined ? null : [...filter.ids],

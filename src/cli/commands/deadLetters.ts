@@ -39,7 +39,7 @@ interface FilterFlags extends ConnectionFlags {
   version?: string;
   topic?: string;
   partition?: string;
-  code?: string;
+  code?: string[];
   since?: string;
   until?: string;
   id?: string[];
@@ -64,7 +64,7 @@ function withFilters(command: Command): Command {
     .addOption(versionTargetOption())
     .option("--topic <topic>", "only records of this topic")
     .option("--partition <n>", "only records of this partition")
-    .option("--code <code>", "only this error code, e.g. DECODE_FAILED")
+    .option("--code <code...>", "only these error codes (repeatable), e.g. DECODE_FAILED")
     .option("--since <time>", "dead-lettered at or after: ISO-8601 date-time or 15m, 2h, 7d ago")
     .option("--until <time>", "dead-lettered before: ISO-8601 date-time or 15m, 2h, 7d ago")
     .option("--id <id...>", "only these dead letter ids");
@@ -94,9 +94,8 @@ async function targetOf(
 }
 
 /**
- * The selection the filter flags make. `--code` must be an error code, or a code a dead letter of
- * the projection carries (a projection's own PermanentRecordError may use another): a typo is
- * refused instead of selecting nothing.
+ * The selection the filter flags make. Each `--code` must be an error code, or a code a dead
+ * letter of the projection carries ({@link checkCode}); a repeated `--code` selects every code given.
  * @throws ReplayableError CONFIG_INVALID naming the flag and what is valid.
  */
 async function filterFrom(pool: pg.Pool, flags: FilterFlags, projection: string): Promise<DeadLetterFilter> {
@@ -107,19 +106,7 @@ async function filterFrom(pool: pg.Pool, flags: FilterFlags, projection: string)
         `--id: "${id}" is not a dead letter id; ids are whole numbers from 1 to ${MAX_BIGINT}`,
       );
   }
-  if (flags.code !== undefined && !isErrorCode(flags.code)) {
-    const carried = await pool.query(
-      "SELECT 1 FROM replayable.dead_letters WHERE projection = $1 AND error_code = $2 LIMIT 1",
-      [projection, flags.code],
-    );
-    if (carried.rowCount === 0) {
-      const codes = DEAD_LETTER_CODES.join(", ").replace(/, (?=[A-Z_]+$)/, " or ");
-      throw new ReplayableError(
-        "CONFIG_INVALID",
-        `--code: "${flags.code}" is not an error code; dead letters carry ${codes}, or a code of the projection's own PermanentRecordError (no dead letter of projection ${projection} carries this one)`,
-      );
-    }
-  }
+  for (const code of flags.code ?? []) await checkCode(pool, projection, code);
   const since = parseTimeFlag("--since", flags.since);
   const until = parseTimeFlag("--until", flags.until);
   if (since !== undefined && until !== undefined && since >= until) {
@@ -135,11 +122,30 @@ async function filterFrom(pool: pg.Pool, flags: FilterFlags, projection: string)
       flags.partition === undefined
         ? undefined
         : intFlag("--partition", flags.partition, 0, 2_147_483_647, 0),
-    code: flags.code,
+    codes: flags.code,
     since,
     until,
     ids: flags.id,
   };
+}
+
+/**
+ * Refuses a `--code` that is no error code unless a dead letter of `projection` carries it (a
+ * projection's own PermanentRecordError may use another code): a typo selects nothing otherwise.
+ * @throws ReplayableError CONFIG_INVALID naming the code and the codes dead letters carry.
+ */
+async function checkCode(pool: pg.Pool, projection: string, code: string): Promise<void> {
+  if (isErrorCode(code)) return;
+  const carried = await pool.query(
+    "SELECT 1 FROM replayable.dead_letters WHERE projection = $1 AND error_code = $2 LIMIT 1",
+    [projection, code],
+  );
+  if (carried.rowCount !== 0) return;
+  const codes = DEAD_LETTER_CODES.join(", ").replace(/, (?=[A-Z_]+$)/, " or ");
+  throw new ReplayableError(
+    "CONFIG_INVALID",
+    `--code: "${code}" is not an error code; dead letters carry ${codes}, or a code of the projection's own PermanentRecordError (no dead letter of projection ${projection} carries this one)`,
+  );
 }
 
 /** PostgreSQL's largest `bigint`, the type of `replayable.dead_letters.id`. */

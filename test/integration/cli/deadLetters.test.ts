@@ -132,6 +132,29 @@ describe("dead-letters", () => {
     expect((await cli("list", "--partition", "1")).stdout).toBe("(no rows)\n");
   });
 
+  it("regression: a repeated --code selects the dead letters of every code given (it kept only the last)", async () => {
+    for (const args of [
+      ["--code", "RECORD_TOO_LARGE", "--code", "DECODE_FAILED"],
+      ["--code", "RECORD_TOO_LARGE", "DECODE_FAILED"],
+    ]) {
+      const json = await cli("list", ...args, "--output", "json");
+      expect(json.code, json.stderr).toBe(0);
+      const letters = JSON.parse(json.stdout) as { id: string; error: { code: string } }[];
+      expect(
+        letters.map((l) => [l.id, l.error.code]),
+        args.join(" "),
+      ).toEqual([
+        [ids.notJson, "DECODE_FAILED"],
+        [ids.tooLarge, "RECORD_TOO_LARGE"],
+        [ids.binary, "DECODE_FAILED"],
+        [ids.zero, "DECODE_FAILED"],
+      ]);
+    }
+    const typo = await cli("list", "--code", "RECORD_TOO_LARGE", "--code", "DECODE_FAIL");
+    expect(typo.code).toBe(2);
+    expect(typo.stderr).toContain('replayable: --code: "DECODE_FAIL" is not an error code');
+  });
+
   it("list refuses a bad time, naming the flag and what is valid", async () => {
     const result = await cli("list", "--since", "yesterday");
     expect(result.code).toBe(2);
