@@ -58,6 +58,13 @@ export interface ProjectionDefinition<T> {
    * Default false: the projection's tables are used as named, as always.
    */
   readonly versioned?: boolean;
+  /**
+   * False when a record applied after later records of its partition can undo their effect (the
+   * last write of a key wins): `dead-letters retry` then applies a letter only while nothing after
+   * it in its partition has been applied, unless `--out-of-order` (docs/dead-letters.md "retry").
+   * Default true.
+   */
+  readonly retryAfterLaterRecords?: boolean;
 }
 
 /**

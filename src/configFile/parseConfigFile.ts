@@ -65,6 +65,7 @@ const definitionSchema = z.strictObject({
   apply: fn("ctx, decoded) => Promise<void>"),
   applyBatch: fn("ctx, decodedRecords) => Promise<void>").optional(),
   versioned: z.boolean({ message: "must be true or false" }).optional(),
+  retryAfterLaterRecords: z.boolean({ message: "must be true or false" }).optional(),
 });
 
 const DEFINITION_FIELDS = Object.keys(definitionSchema.shape);
@@ -211,6 +212,7 @@ function projectionOf(
     migrationsFolder,
     origin: "config",
     ...(d.versioned === true ? { versioned: true } : {}),
+    ...(d.retryAfterLaterRecords === undefined ? {} : { retryAfterLaterRecords: d.retryAfterLaterRecords }),
   };
   return { ok: true, projection };
 }

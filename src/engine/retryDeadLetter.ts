@@ -12,6 +12,8 @@ import { lockDeadLetter, type DeadLetter } from "../sql/selectDeadLetters.js";
 import { recordDeadLetterAttempt } from "../sql/recordDeadLetterAttempt.js";
 import { resolveDeadLetter } from "../sql/resolveDeadLetter.js";
 import { selectSupersedingRebuild } from "../sql/selectSupersedingRebuild.js";
+import { lockPartitionCheckpoint } from "../sql/lockPartitionCheckpoint.js";
+import { compareOffsets, nextOffset, type OffsetString } from "../offsets.js";
 import { applyRecords } from "./applyRecords.js";
 
 /** What a retry did; expected outcomes are values, faults are thrown. */
@@ -27,6 +29,13 @@ export type RetryOutcome =
    * whose rebuild resolves them itself can still be unresolved here.
    */
   | { readonly kind: "superseded"; readonly rebuildId: string }
+  /**
+   * Not applied: the projection's last write of a key wins (`retryAfterLaterRecords: false`) and
+   * records after this one in its partition were applied already (`checkpoint`, the next offset to
+   * apply, is past the letter's offset + 1), so applying it now could overwrite a newer value of
+   * its key or bring back a deleted row. Nothing changed; still unresolved (`outOfOrder` applies it).
+   */
+  | { readonly kind: "later_records"; readonly checkpoint: OffsetString }
   /** Failed again: `attempts` + 1, the error replaced by this one; still unresolved. */
   | { readonly kind: "failed"; readonly code: ErrorCode; readonly message: string }
   /** Resolved before (by another retry or a discard); nothing done. */
@@ -44,6 +53,11 @@ export interface RetryDeadLetterInput<T> {
   readonly maxRecordBytes: number;
   /** REPLAYABLE_MAX_RECORD_HEADERS; raise it to retry RECORD_TOO_MANY_HEADERS letters. Default 1000. */
   readonly maxRecordHeaders?: number;
+  /**
+   * Apply the letter even when records after it in its partition were applied already, for a
+   * projection with `retryAfterLaterRecords: false` (`dead-letters retry --out-of-order`). Default false.
+   */
+  readonly outOfOrder?: boolean;
   /** Who retries, e.g. `alice@host`, stored in `resolved_by`. */
   readonly resolvedBy: string;
   readonly log: Logger;
@@ -56,7 +70,9 @@ export interface RetryDeadLetterInput<T> {
  * it is already past the record. In event-id mode a re-send applied meanwhile makes it a duplicate.
  * A letter written before a rebuild that handed its record back to the consumer is never applied
  * (the consumer reads that record again): it is resolved as `superseded` (docs/design.md "Dead
- * letters and rebuilds").
+ * letters and rebuilds"). A projection whose last write of a key wins (`retryAfterLaterRecords:
+ * false`) gets the letter applied only while nothing after it in its partition was applied, unless
+ * `outOfOrder`: `later_records` otherwise, nothing changed.
  * @throws ReplayableError NOT_FOUND when the letter belongs to another projection.
  * @throws the database error of a transient failure (nothing was changed; run the retry again).
  */
@@ -89,8 +105,15 @@ async function retryUnresolved<T>(input: RetryDeadLetterInput<T>, letter: DeadLe
     await resolveDeadLetter(client, id, "superseded", input.resolvedBy);
     return { kind: "superseded", rebuildId };
   }
-  let failure: { code: ErrorCode; message: string } | undefined;
   const { record } = letter;
+  if (projection.retryAfterLaterRecords === false && input.outOfOrder !== true) {
+    // Locked: a member's transaction on the partition runs wholly before this read or after this
+    // transaction, so the records it applies come after the retried one.
+    const checkpoint = await lockPartitionCheckpoint(client, projection.name, record.topic, record.partition);
+    if (checkpoint !== undefined && compareOffsets(checkpoint, nextOffset(record.offset)) > 0)
+      return { kind: "later_records", checkpoint };
+  }
+  let failure: { code: ErrorCode; message: string } | undefined;
   const result = await applyRecords({
     client,
     projection,

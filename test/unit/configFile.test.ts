@@ -99,6 +99,23 @@ describe("parseConfigFile reports every problem of the file at once", () => {
     });
     expect(missing.problems[0]).toContain(`migrations: ${join(dir, "nowhere")} has no meta/_journal.json`);
   });
+
+  it("passes retryAfterLaterRecords on to the projection, and refuses one that is not a boolean", () => {
+    const parsed = parseConfigFile("/app/replayable.config.ts", {
+      projections: [
+        { ...projection, retryAfterLaterRecords: false },
+        { ...projection, name: "plain" },
+        { ...projection, name: "wrong", retryAfterLaterRecords: "no" },
+      ],
+    });
+    expect(parsed.problems).toEqual([
+      "  replayable.config.ts: projections[2] (wrong): retryAfterLaterRecords: must be true or false",
+    ]);
+    expect(parsed.projections.map((p) => [p.name, p.retryAfterLaterRecords])).toEqual([
+      ["orders", false],
+      ["plain", undefined],
+    ]);
+  });
 });
 
 describe("findConfigFile", () => {

@@ -53,6 +53,7 @@ interface ListFlags extends FilterFlags {
 
 interface ChangeFlags extends FilterFlags {
   execute?: boolean;
+  outOfOrder?: boolean;
   output: string;
   deleteBytes?: boolean;
 }
@@ -295,6 +296,8 @@ function describeOutcome(outcome: RetryOutcome): string {
       return "duplicate: the event was applied from another record; resolved";
     case "superseded":
       return `superseded: rebuild ${outcome.rebuildId} handed the record back to the consumer, which reads it again; resolved, not applied`;
+    case "later_records":
+      return `not retried: records after it in its partition were applied already (checkpoint ${outcome.checkpoint}) and this projection's last write of a key wins, so it could overwrite a newer value of its key or bring back a deleted row; still unresolved`;
     default:
       return "applied; resolved";
   }
@@ -306,6 +309,10 @@ function retryCommand(): Command {
       "re-apply unresolved dead letters through the dedupe transaction: applied once and resolved, or attempts + 1 (dry run unless --execute)",
     )
     .option("--execute", "retry them; without it, only list what would be retried")
+    .option(
+      "--out-of-order",
+      "also apply a letter of a projection whose last write of a key wins (the upsert sink) after later records of its partition were applied",
+    )
     .addOption(outputFlag())
     .action(action(retryAction));
 }
@@ -351,6 +358,7 @@ async function retryAction(flags: ChangeFlags): Promise<void> {
               maxRecordBytes: config.maxRecordBytes,
               maxRecordHeaders: config.maxRecordHeaders,
               resolvedBy: operator(),
+              outOfOrder: flags.outOfOrder === true,
               log,
             });
           const outcome = await tracedRetry(tracing, letter, projection.name, client, retry);
@@ -386,21 +394,28 @@ function tracedRetry(
   return tracing.deadLetterRetry({ id: letter.id, projection, record: letter.record }, client, retry);
 }
 
-/** Prints what each retry did and the totals; sets exit code 1 if any failed again. */
+/** Prints what each retry did and the totals; sets exit code 1 if any failed again or was not retried. */
 function printRetryResults(results: readonly RetryResult[], output: string): void {
   const count = (kind: RetryOutcome["kind"]) => results.filter((r) => r.outcome.kind === kind).length;
   const failed = count("failed");
+  const later = count("later_records");
   if (output === "json")
     printJson({ retried: results.length, results: results.map((r) => ({ id: r.id, ...r.outcome })) });
   else {
     printTable(results.map((r) => ({ id: r.id, record: r.offset, outcome: describeOutcome(r.outcome) })));
     process.stdout.write(
-      `retried ${results.length}: ${count("applied")} applied, ${count("duplicate")} duplicate, ${count("superseded")} superseded by a rebuild, ${failed} failed again, ${count("already_resolved")} already resolved\n`,
+      `retried ${results.length}: ${count("applied")} applied, ${count("duplicate")} duplicate, ${count("superseded")} superseded by a rebuild, ${failed} failed again, ${later} not retried after later records, ${count("already_resolved")} already resolved\n`,
     );
   }
   if (failed > 0) {
     process.stderr.write(
       `replayable: ${failed} of ${results.length} dead letters failed again; see \`dead-letters show <id>\`\n`,
+    );
+    process.exitCode = 1;
+  }
+  if (later > 0) {
+    process.stderr.write(
+      `replayable: ${later} of ${results.length} dead letters were not retried: later records of their partitions were applied already and a retried record could overwrite a newer value of its key. Run \`replayable rebuild\` to apply the whole log again in order (the fix in place), or retry with --out-of-order if no later record has the same key\n`,
     );
     process.exitCode = 1;
   }

@@ -37,5 +37,8 @@ export function upsertProjection(spec: UpsertProjectionSpec): Projection<UpsertO
         statements,
         records.map((r) => r.value),
       ),
+    // The last write of a key wins: a dead letter retried after later records of its key would
+    // overwrite their value or bring back the row their tombstone deleted.
+    retryAfterLaterRecords: false,
   };
 }

@@ -261,7 +261,7 @@ describe("dead-letters", () => {
     expect(result.stdout).toMatch(new RegExp(`^${ids.tooLarge}\\s+${topic}/0@2\\s+applied; resolved$`, "m"));
     expect(result.stdout).toContain("applied; resolved");
     expect(result.stdout).toContain(
-      "retried 1: 1 applied, 0 duplicate, 0 superseded by a rebuild, 0 failed again, 0 already resolved",
+      "retried 1: 1 applied, 0 duplicate, 0 superseded by a rebuild, 0 failed again, 0 not retried after later records, 0 already resolved",
     );
     expect(await balance("acc-2")).toBe("5");
     // Once: a second retry finds it resolved.
