@@ -326,7 +326,12 @@ interface RetryResult {
 
 /** Retries the selected dead letters (or lists them, without `--execute`); exit code 1 if any failed again. */
 async function retryAction(flags: ChangeFlags): Promise<void> {
-  const setup = await configFrom(flags, { REPLAYABLE_PROJECTION: flags.projection });
+  // Applying records, as `run` does: the config file's tables and sink mappings are checked first.
+  const setup = await configFrom(
+    flags,
+    { REPLAYABLE_PROJECTION: flags.projection },
+    { checkTables: flags.execute === true },
+  );
   const { config } = setup;
   const log = cliLogger(config);
   await checkDatabase(config.databaseUrl, []);

@@ -126,6 +126,16 @@ it("an upsert sink whose mapping the database contradicts is refused at start-up
   expect(run.code, run.stderr).toBe(2);
   expect(run.stderr).toContain("nickname");
   expect(run.stderr).toContain("visits");
+  // Regression (break-it review): `dead-letters retry --execute` applies records too, and went on to
+  // fail each letter with PostgreSQL's message naming neither the field nor the fix.
+  const retry = await runCli(
+    ["dead-letters", "retry", "--execute"],
+    { KAFKA_BROKERS: BROKERS.join(","), DATABASE_URL: stack.db.url },
+    { cwd: dir },
+  );
+  expect(retry.code, retry.stderr).toBe(2);
+  expect(retry.stderr).toContain("nickname");
+  expect(retry.stderr).toContain("visits");
 });
 
 it("regression: the sink's table made by another projection's migration: migrate applies it (it refused before migrating)", async () => {
