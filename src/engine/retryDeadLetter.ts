@@ -12,8 +12,8 @@ import { lockDeadLetter, type DeadLetter } from "../sql/selectDeadLetters.js";
 import { recordDeadLetterAttempt } from "../sql/recordDeadLetterAttempt.js";
 import { resolveDeadLetter } from "../sql/resolveDeadLetter.js";
 import { selectSupersedingRebuild } from "../sql/selectSupersedingRebuild.js";
-import { lockPartitionCheckpoint } from "../sql/lockPartitionCheckpoint.js";
-import { compareOffsets, nextOffset, type OffsetString } from "../offsets.js";
+import { laterOffsets } from "../sql/laterOffsets.js";
+import type { OffsetString } from "../offsets.js";
 import { applyRecords } from "./applyRecords.js";
 
 /** What a retry did; expected outcomes are values, faults are thrown. */
@@ -31,11 +31,12 @@ export type RetryOutcome =
   | { readonly kind: "superseded"; readonly rebuildId: string }
   /**
    * Not applied: the projection's last write of a key wins (`retryAfterLaterRecords: false`) and
-   * records after this one in its partition were applied already (`checkpoint`, the next offset to
-   * apply, is past the letter's offset + 1), so applying it now could overwrite a newer value of
-   * its key or bring back a deleted row. Nothing changed; still unresolved (`outOfOrder` applies it).
+   * `other` offsets after the letter and below the partition's `checkpoint` are not dead letters
+   * left unapplied: records applied already (or duplicates skipped, or transaction markers, which
+   * only the log tells apart), so applying it now could overwrite a newer value of its key or bring
+   * back a deleted row. Nothing changed; still unresolved (`outOfOrder` applies it).
    */
-  | { readonly kind: "later_records"; readonly checkpoint: OffsetString }
+  | { readonly kind: "later_records"; readonly checkpoint: OffsetString; readonly other: string }
   /** Failed again: `attempts` + 1, the error replaced by this one; still unresolved. */
   | { readonly kind: "failed"; readonly code: ErrorCode; readonly message: string }
   /** Resolved before (by another retry or a discard); nothing done. */
@@ -71,8 +72,9 @@ export interface RetryDeadLetterInput<T> {
  * A letter written before a rebuild that handed its record back to the consumer is never applied
  * (the consumer reads that record again): it is resolved as `superseded` (docs/design.md "Dead
  * letters and rebuilds"). A projection whose last write of a key wins (`retryAfterLaterRecords:
- * false`) gets the letter applied only while nothing after it in its partition was applied, unless
- * `outOfOrder`: `later_records` otherwise, nothing changed.
+ * false`) gets the letter applied only while every offset after it below the checkpoint is a dead
+ * letter left unapplied ({@link laterOffsets}), unless `outOfOrder`: `later_records` otherwise,
+ * nothing changed.
  * @throws ReplayableError NOT_FOUND when the letter belongs to another projection.
  * @throws the database error of a transient failure (nothing was changed; run the retry again).
  */
@@ -107,11 +109,9 @@ async function retryUnresolved<T>(input: RetryDeadLetterInput<T>, letter: DeadLe
   }
   const { record } = letter;
   if (projection.retryAfterLaterRecords === false && input.outOfOrder !== true) {
-    // Locked: a member's transaction on the partition runs wholly before this read or after this
-    // transaction, so the records it applies come after the retried one.
-    const checkpoint = await lockPartitionCheckpoint(client, projection.name, record.topic, record.partition);
-    if (checkpoint !== undefined && compareOffsets(checkpoint, nextOffset(record.offset)) > 0)
-      return { kind: "later_records", checkpoint };
+    const later = await laterOffsets(client, projection.name, record, true);
+    if (later !== undefined && BigInt(later.other) > 0n)
+      return { kind: "later_records", checkpoint: later.checkpoint, other: later.other };
   }
   let failure: { code: ErrorCode; message: string } | undefined;
   const result = await applyRecords({

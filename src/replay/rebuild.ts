@@ -294,7 +294,7 @@ export function historyRefusal(
     ...plan.missingTopics.map((t) => `  topic ${t} has checkpoints but no longer exists`),
     ...plan.compactedTopics.map(
       (t) =>
-        `  topic ${t.topic} has cleanup.policy=${t.cleanupPolicy}: compaction keeps only the latest record per key, so earlier records of a key may be gone, and a projection that adds records up (balances, counters) would be recomputed to a different state (one whose state is the latest record of each key, such as an upsert sink in upsert mode with deleteOnTombstone, comes out the same: --force)`,
+        `  topic ${t.topic} has cleanup.policy=${t.cleanupPolicy}: compaction keeps only the latest record per key, so earlier records of a key may be gone, and a projection that adds records up (balances, counters) would be recomputed to a different state (one whose state is the latest record of each key, such as an upsert sink in upsert mode with deleteOnTombstone and no dead letters, comes out the same: --force)`,
     ),
   ];
   return {

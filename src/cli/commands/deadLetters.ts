@@ -12,6 +12,8 @@ import { retryDeadLetter, type RetryOutcome } from "../../engine/retryDeadLetter
 import { inCommandSpan, type Tracing } from "../../tracing/tracing.js";
 import { DEAD_LETTER_CODES, isErrorCode, ReplayableError } from "../../errors.js";
 import { resolveDeadLetter } from "../../sql/resolveDeadLetter.js";
+import { laterOffsets } from "../../sql/laterOffsets.js";
+import { compareOffsets } from "../../offsets.js";
 import { selectDeadLetters, type DeadLetter, type DeadLetterFilter } from "../../sql/selectDeadLetters.js";
 import {
   action,
@@ -284,6 +286,15 @@ async function showAction(
   }
 }
 
+/**
+ * Why a letter of a projection whose last write of a key wins is not retried: `other` offsets
+ * after it, below checkpoint `checkpoint`, are not dead letters left unapplied.
+ */
+function laterText(other: string, checkpoint: string): string {
+  const offsets = other === "1" ? "1 offset after it" : `${other} offsets after it`;
+  return `${offsets} in its partition (checkpoint ${checkpoint}) hold records applied already or transaction markers, not dead letters, and this projection's last write of a key wins, so it could overwrite a newer value of its key or bring back a deleted row`;
+}
+
 function describeOutcome(outcome: RetryOutcome): string {
   switch (outcome.kind) {
     case "failed":
@@ -297,7 +308,7 @@ function describeOutcome(outcome: RetryOutcome): string {
     case "superseded":
       return `superseded: rebuild ${outcome.rebuildId} handed the record back to the consumer, which reads it again; resolved, not applied`;
     case "later_records":
-      return `not retried: records after it in its partition were applied already (checkpoint ${outcome.checkpoint}) and this projection's last write of a key wins, so it could overwrite a newer value of its key or bring back a deleted row; still unresolved`;
+      return `not retried: ${laterText(outcome.other, outcome.checkpoint)}; still unresolved`;
     default:
       return "applied; resolved";
   }
@@ -315,6 +326,37 @@ function retryCommand(): Command {
     )
     .addOption(outputFlag())
     .action(action(retryAction));
+}
+
+/** Orders letters by topic, partition and offset (numerically). */
+function byRecord(a: DeadLetter, b: DeadLetter): number {
+  const x = a.record;
+  const y = b.record;
+  if (x.topic !== y.topic) return x.topic < y.topic ? -1 : 1;
+  return x.partition - y.partition || compareOffsets(x.offset, y.offset);
+}
+
+/**
+ * Tells, after a dry run, which letters `--execute` would not retry now for a projection whose last
+ * write of a key wins (read without a lock: a member may change it before then). Letters earlier
+ * in the list are counted as unapplied, as they are when `--execute` gets to a letter after them
+ * only if they fail again.
+ */
+async function predictLaterRecords(
+  pool: pg.Pool,
+  projection: string,
+  letters: readonly DeadLetter[],
+): Promise<void> {
+  const refused: string[] = [];
+  for (const letter of letters) {
+    const later = await laterOffsets(pool, projection, letter.record, false);
+    if (later !== undefined && BigInt(later.other) > 0n)
+      refused.push(`${letter.id} (${laterText(later.other, later.checkpoint)})`);
+  }
+  if (refused.length > 0)
+    process.stdout.write(
+      `--execute would not retry ${refused.length} of them unless --out-of-order: ${refused.join("; ")}\n`,
+    );
 }
 
 /** One retried dead letter: its id, its record as `topic/partition@offset`, and what the retry did. */
@@ -340,9 +382,12 @@ async function retryAction(flags: ChangeFlags): Promise<void> {
     const { projection } = await targetOf(pool, setup, flags);
     // The privileges to apply, on the tables the retry writes (a version's, in its schema).
     await checkDatabase(config.databaseUrl, flags.execute === true ? ["apply"] : [], projection.tables);
-    const letters = await selectNamed(pool, flags, projection.name);
+    // In offset order within a partition: a letter retried first is not a later record of another.
+    const letters = (await selectNamed(pool, flags, projection.name)).sort(byRecord);
     if (!flags.execute) {
       dryRun("retry", letters, flags.output);
+      if (projection.retryAfterLaterRecords === false && flags.output !== "json")
+        await predictLaterRecords(pool, projection.name, letters);
       return;
     }
     const traced = { tracesExporter: config.tracesExporter, log };

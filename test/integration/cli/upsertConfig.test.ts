@@ -192,7 +192,8 @@ it("regression: dead-letters retry of a sink's letter refuses it after later rec
   await produceRecords(testKafka(), topic, [
     { key: "1", value: json("old@x.y", 1), partition: 0 }, // too long for varchar(5): dead letter
     { key: "1", value: json("a@x", 2), partition: 0 }, // the newer value of key 1
-    { key: "2", value: json("last@x.y", 1), partition: 0 }, // too long: dead letter, the partition's last record
+    { key: "2", value: json("next@x.y", 1), partition: 0 }, // too long: dead letter
+    { key: "3", value: json("last@x.y", 1), partition: 0 }, // too long: dead letter, the partition's last record
   ]);
   const env = { KAFKA_BROKERS: BROKERS.join(","), DATABASE_URL: stack.db.url, REPLAYABLE_GROUP_ID: group };
   const member = startCliInTest(["run", "--no-migrate"], env, { cwd: dir });
@@ -204,21 +205,26 @@ it("regression: dead-letters retry of a sink's letter refuses it after later rec
   const letters = await stack.db.pool.query<{ id: string; offset: string }>(
     `SELECT id, "offset" FROM replayable.dead_letters WHERE projection = 'customers' ORDER BY "offset"`,
   );
-  const [first, last] = letters.rows;
-  expect([first?.offset, last?.offset]).toEqual(["0", "2"]);
+  const [first, next, last] = letters.rows;
+  expect(letters.rows.map((l) => l.offset)).toEqual(["0", "2", "3"]);
+  const refusal =
+    "not retried: 1 offset after it in its partition (checkpoint 4) hold records applied already";
+
+  // The dry run says which letters --execute would not retry; the letters after the applied record
+  // are each followed only by dead letters (regression: a run of letters refused all but the last).
+  const dry = await runCli(["dead-letters", "retry"], env, { cwd: dir });
+  expect(dry.code, dry.stderr).toBe(0);
+  expect(dry.stdout).toContain(
+    `--execute would not retry 1 of them unless --out-of-order: ${first!.id} (1 offset`,
+  );
 
   const retried = await runCli(["dead-letters", "retry", "--execute"], env, { cwd: dir });
   expect(retried.code, retried.stderr).toBe(1);
-  expect(retried.stdout).toMatch(
-    line(
-      first!.id,
-      `${topic}/0@0`,
-      "not retried: records after it in its partition were applied already (checkpoint 3)",
-    ),
-  );
-  expect(retried.stdout).toMatch(line(last!.id, `${topic}/0@2`, "applied; resolved"));
-  expect(retried.stderr).toContain("replayable: 1 of 2 dead letters were not retried");
-  expect(await rows()).toEqual(["1:a@x:2", "2:last@x.y:1"]);
+  expect(retried.stdout).toMatch(line(first!.id, `${topic}/0@0`, refusal));
+  expect(retried.stdout).toMatch(line(next!.id, `${topic}/0@2`, "applied; resolved"));
+  expect(retried.stdout).toMatch(line(last!.id, `${topic}/0@3`, "applied; resolved"));
+  expect(retried.stderr).toContain("replayable: 1 of 3 dead letters were not retried");
+  expect(await rows()).toEqual(["1:a@x:2", "2:next@x.y:1", "3:last@x.y:1"]);
   const unresolved = await stack.db.pool.query(
     "SELECT attempts FROM replayable.dead_letters WHERE id = $1 AND resolved_at IS NULL",
     [first!.id],
@@ -228,5 +234,5 @@ it("regression: dead-letters retry of a sink's letter refuses it after later rec
   const forced = await runCli(["dead-letters", "retry", "--execute", "--out-of-order"], env, { cwd: dir });
   expect(forced.code, forced.stderr).toBe(0);
   expect(forced.stdout).toMatch(line(first!.id, `${topic}/0@0`, "applied; resolved"));
-  expect(await rows()).toEqual(["1:old@x.y:1", "2:last@x.y:1"]);
+  expect(await rows()).toEqual(["1:old@x.y:1", "2:next@x.y:1", "3:last@x.y:1"]);
 });
