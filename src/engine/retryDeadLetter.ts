@@ -59,6 +59,11 @@ export interface RetryDeadLetterInput<T> {
    * projection with `retryAfterLaterRecords: false` (`dead-letters retry --out-of-order`). Default false.
    */
   readonly outOfOrder?: boolean;
+  /**
+   * Longest wait for a row lock, ms (REPLAYABLE_LOCK_TIMEOUT_MS: PostgreSQL's `lock_timeout`); the
+   * retry then fails with SQLSTATE 55P03, nothing changed. Default 0: no limit.
+   */
+  readonly lockTimeoutMs?: number;
   /** Who retries, e.g. `alice@host`, stored in `resolved_by`. */
   readonly resolvedBy: string;
   readonly log: Logger;
@@ -95,7 +100,7 @@ export async function retryDeadLetter<T>(input: RetryDeadLetterInput<T>): Promis
         return { kind: "already_resolved", resolution: letter.resolution ?? "" };
       return retryUnresolved(input, letter);
     },
-    { searchPath: projection.searchPath, log },
+    { searchPath: projection.searchPath, lockTimeoutMs: input.lockTimeoutMs, log },
   );
 }
 

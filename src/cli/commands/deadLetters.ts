@@ -409,6 +409,7 @@ async function retryAction(flags: ChangeFlags): Promise<void> {
               maxRecordHeaders: config.maxRecordHeaders,
               resolvedBy: operator(),
               outOfOrder: flags.outOfOrder === true,
+              lockTimeoutMs: config.lockTimeoutMs,
               log,
             });
           const outcome = await tracedRetry(tracing, letter, projection.name, client, retry);

@@ -137,6 +137,38 @@ describe("retryDeadLetter", () => {
     expect(effects.rows).toEqual([{ body: "hello" }]);
   });
 
+  it("regression: a retry whose locks another session holds gives up after lockTimeoutMs, changing nothing (it waited without a limit; break-it review)", async () => {
+    const topic = uniqueName("gated");
+    const sink: Projection<string> = { ...gated, name: "gated_lww", retryAfterLaterRecords: false };
+    const first = await applyRecords(sink, [{ ...credit(topic, 0, "-", 0), value: Buffer.from("x") }]);
+    const id = first.deadLettered[0]!.id;
+    await db.pool.query("INSERT INTO public.switches VALUES ($1)", [topic]);
+    const holder = await db.pool.connect();
+    const client = await db.pool.connect();
+    try {
+      await holder.query("BEGIN");
+      await holder.query("SELECT 1 FROM replayable.checkpoints WHERE projection = $1 FOR UPDATE", [
+        sink.name,
+      ]);
+      const waited = retryDeadLetter({
+        client,
+        projection: sink,
+        id,
+        maxRecordBytes: 1000,
+        resolvedBy: "test@host",
+        lockTimeoutMs: 200,
+        log,
+      });
+      await expect(waited).rejects.toMatchObject({ code: "55P03" });
+    } finally {
+      await holder.query("ROLLBACK");
+      holder.release();
+      client.release();
+    }
+    expect(await letter(id)).toMatchObject({ attempts: 1, resolution: null });
+    expect(await retry(sink, id)).toEqual({ kind: "applied" });
+  });
+
   it("event-id dedupe: the letter's own recorded event id is not a duplicate; a later re-send is", async () => {
     const topic = uniqueName("acc");
     const big = credit(topic, 0, `${topic}-1`, 40, 2000);
