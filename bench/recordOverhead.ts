@@ -6,22 +6,8 @@
  * besides the response buffers (the decoded keys, values and headers are views of those).
  * No broker. Run: `node --expose-gc --import tsx bench/recordOverhead.ts 200 700 4096`.
  */
-import { createRequire } from "node:module";
-import type { KafkaMessage } from "kafkajs";
 import { toRecord } from "../src/kafka/toRecord.js";
-
-const require = createRequire(import.meta.url);
-type Encoded = { buffer: Buffer };
-const { RecordBatch } = require("kafkajs/src/protocol/recordBatch/v0/index.js") as {
-  RecordBatch: (o: { firstOffset: unknown; lastOffsetDelta: number; records: unknown[] }) => Promise<Encoded>;
-};
-const Record = require("kafkajs/src/protocol/recordBatch/record/v0/index.js") as (o: object) => unknown;
-const Long = require("kafkajs/src/utils/long.js") as { fromValue(v: string): unknown };
-const Encoder = require("kafkajs/src/protocol/encoder.js") as new () => { writeBytes(b: Buffer): Encoded };
-const Decoder = require("kafkajs/src/protocol/decoder.js") as new (b: Buffer) => unknown;
-const decodeMessages = require("kafkajs/src/protocol/requests/fetch/v4/decodeMessages.js") as (
-  d: unknown,
-) => Promise<KafkaMessage[]>;
+import { decodeMessages, Decoder, Encoder, Long, Record, RecordBatch } from "./kafkajsInternals.js";
 
 const RECORDS = 2000;
 const BATCHES = 10;

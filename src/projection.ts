@@ -78,9 +78,9 @@ export interface Projection<T = unknown> {
    * False when applying a record after later records of its partition can undo their effect: the
    * last write wins (an upsert or delete by key), so a record re-applied late overwrites a newer
    * value of its key or brings back a deleted row. `dead-letters retry` then applies a letter only
-   * while no record after it in its partition has been applied (its checkpoint is at the letter's
-   * offset + 1), unless the operator passes `--out-of-order`; a rebuild re-applies the log in order
-   * instead. Default true: a retried letter is applied after later records (right for commutative
+   * while every later offset of its partition below the checkpoint is a dead letter not applied
+   * (src/sql/laterOffsets.ts; a transaction marker blocks it too), unless the operator passes
+   * `--out-of-order`; a rebuild re-applies the log in order instead. Default true: a retried letter is applied after later records (right for commutative
    * effects such as the ledger's credits and debits). The upsert sink sets it to false.
    */
   readonly retryAfterLaterRecords?: boolean;

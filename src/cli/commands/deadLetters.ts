@@ -6,6 +6,9 @@
 import { hostname, userInfo } from "node:os";
 import { Command, Option } from "commander";
 import type pg from "pg";
+import type { Logger } from "pino";
+import type { Config } from "../../config.js";
+import type { Projection } from "../../projection.js";
 import { createPool } from "../../db/pool.js";
 import { checkDatabase } from "../../db/startupCheck.js";
 import { retryDeadLetter, type RetryOutcome } from "../../engine/retryDeadLetter.js";
@@ -390,44 +393,52 @@ async function retryAction(flags: ChangeFlags): Promise<void> {
         await predictLaterRecords(pool, projection.name, letters);
       return;
     }
-    const traced = { tracesExporter: config.tracesExporter, log };
-    const attributes = {
-      "replayable.projection": projection.name,
-      "replayable.dead_letters": letters.length,
-    };
-    const results = await inCommandSpan(traced, "dead-letters retry", attributes, async (tracing) => {
-      const results: RetryResult[] = [];
-      for (const letter of letters) {
-        const client = await pool.connect();
-        try {
-          const retry = (retryClient: pg.PoolClient) =>
-            retryDeadLetter({
-              client: retryClient,
-              projection,
-              id: letter.id,
-              maxRecordBytes: config.maxRecordBytes,
-              maxRecordHeaders: config.maxRecordHeaders,
-              resolvedBy: operator(),
-              outOfOrder: flags.outOfOrder === true,
-              lockTimeoutMs: config.lockTimeoutMs,
-              log,
-            });
-          const outcome = await tracedRetry(tracing, letter, projection.name, client, retry);
-          results.push({
-            id: letter.id,
-            offset: `${letter.record.topic}/${letter.record.partition}@${letter.record.offset}`,
-            outcome,
-          });
-        } finally {
-          client.release();
-        }
-      }
-      return results;
-    });
-    printRetryResults(results, flags.output);
+    printRetryResults(await retryLetters(letters, { pool, projection, config, log, flags }), flags.output);
   } finally {
     await pool.end();
   }
+}
+
+/** What {@link retryLetters} needs besides the letters. */
+interface RetryContext {
+  readonly pool: pg.Pool;
+  readonly projection: Projection<unknown>;
+  readonly config: Config;
+  readonly log: Logger;
+  readonly flags: ChangeFlags;
+}
+
+/** Retries `letters` one by one, each in a transaction of its own, in one command span. */
+async function retryLetters(letters: readonly DeadLetter[], ctx: RetryContext): Promise<RetryResult[]> {
+  const { pool, projection, config, log, flags } = ctx;
+  const traced = { tracesExporter: config.tracesExporter, log };
+  const attributes = { "replayable.projection": projection.name, "replayable.dead_letters": letters.length };
+  return inCommandSpan(traced, "dead-letters retry", attributes, async (tracing) => {
+    const results: RetryResult[] = [];
+    for (const letter of letters) {
+      const client = await pool.connect();
+      try {
+        const retry = (retryClient: pg.PoolClient) =>
+          retryDeadLetter({
+            client: retryClient,
+            projection,
+            id: letter.id,
+            maxRecordBytes: config.maxRecordBytes,
+            maxRecordHeaders: config.maxRecordHeaders,
+            resolvedBy: operator(),
+            outOfOrder: flags.outOfOrder === true,
+            lockTimeoutMs: config.lockTimeoutMs,
+            log,
+          });
+        const outcome = await tracedRetry(tracing, letter, projection.name, client, retry);
+        const { topic, partition, offset } = letter.record;
+        results.push({ id: letter.id, offset: `${topic}/${partition}@${offset}`, outcome });
+      } finally {
+        client.release();
+      }
+    }
+    return results;
+  });
 }
 
 /**
