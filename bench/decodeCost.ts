@@ -1,24 +1,22 @@
 /**
- * What decoding a fetched record costs the member today (KafkaJS's record-batch decoder, then
- * toRecord) against a decode that reads the record batch's bytes straight into the engine's record
- * shape (issue 27's "a leaner apply path", docs/benchmarks.md "What a decode of our own would save").
- * The lean decode here is a measuring prototype, not a decoder: uncompressed magic-2 batches with
- * CreateTime only, no control or transactional batches, no bounds checks. It reuses the previous
- * record's header name strings when the bytes match, computes offsets with `bigint` and gives the same
- * records (checked against KafkaJS's on one batch before timing).
+ * What decoding a fetched record costs: KafkaJS's record-batch decoder, then toRecord (the member
+ * before patch 012, and for the batches KafkaJS still decodes), against the record batch handed
+ * over as bytes (patch 012) and decoded straight into the engine's records by
+ * src/kafka/recordBatch.ts (issue 27's "a leaner apply path", docs/benchmarks.md "What the member
+ * adds, taken apart"). Both give the same records (checked on one batch before timing).
  *
  * Batches of 800 ledger-like records (a key, a value of `--value-bytes`, the four CloudEvents
  * headers) are encoded with KafkaJS's own encoder; each variant decodes all of them `rounds` times
  * after a warm-up. Reports the process's CPU per record (GC included). No broker.
  * Run: `node --import tsx bench/decodeCost.ts 200 700 4096`.
  */
+import { decodeRecordBatch } from "../src/kafka/recordBatch.js";
 import { toRecord } from "../src/kafka/toRecord.js";
+import type { SizedRecord } from "../src/record.js";
 import { decodeMessages, Decoder, Encoder, Long, Record, RecordBatch } from "./kafkajsInternals.js";
 
 const RECORDS = 800;
 const BATCHES = 50;
-/** Bytes of a record batch's header before its records (KIP-98): offsets, length, epoch, magic, CRC, … count. */
-const BATCH_HEADER_BYTES = 61;
 
 async function encodedBatch(valueBytes: number, firstOffset: string): Promise<Buffer> {
   const records = Array.from({ length: RECORDS }, (_, i) =>
@@ -43,116 +41,25 @@ async function encodedBatch(valueBytes: number, firstOffset: string): Promise<Bu
   return Buffer.from(new Encoder().writeBytes(batch.buffer).buffer);
 }
 
-/** The record shape toRecord builds (topic, partition, offset and timestamp strings, views, headers). */
-class LeanRecord {
-  constructor(
-    readonly topic: string,
-    readonly partition: number,
-    readonly offset: string,
-    readonly timestamp: string,
-    readonly key: Buffer | null,
-    readonly value: Buffer | null,
-    readonly headers: Record<string, (Buffer | null)[]>,
-    readonly bytes: number,
-    readonly headerCount: number,
-  ) {}
-}
+/** Patch 012's context for a fetch at offset 0: every whole record batch comes as bytes. */
+const AS_BYTES = decodeMessages.fetchContext({
+  fetchOffset: "0",
+  recordBatchesAsBytes: true,
+  highWatermark: "9223372036854775807",
+  abortedTransactions: [],
+});
 
-/** A read position in one buffer, and KIP-98's zigzag varints read from it. */
-class Cursor {
-  constructor(
-    readonly bytes: Buffer,
-    public at: number,
-  ) {}
-
-  /** A zigzag varint of at most 32 bits. */
-  varint(): number {
-    let result = 0;
-    let shift = 0;
-    let byte: number;
-    do {
-      byte = this.bytes[this.at++] ?? 0;
-      result |= (byte & 0x7f) << shift;
-      shift += 7;
-    } while ((byte & 0x80) !== 0);
-    return (result >>> 1) ^ -(result & 1);
-  }
-
-  /** A zigzag varlong, as a bigint. */
-  varlong(): bigint {
-    let result = 0n;
-    let shift = 0n;
-    let byte: number;
-    do {
-      byte = this.bytes[this.at++] ?? 0;
-      result |= BigInt(byte & 0x7f) << shift;
-      shift += 7n;
-    } while ((byte & 0x80) !== 0);
-    return (result >> 1n) ^ -(result & 1n);
-  }
-
-  /** `length` bytes as a view, or null for -1. */
-  view(length: number): Buffer | null {
-    if (length < 0) return null;
-    const start = this.at;
-    this.at += length;
-    return this.bytes.subarray(start, this.at);
-  }
-
-  /** A header name of `length` bytes: `previous` itself when its bytes match (ASCII names), else decoded. */
-  name(length: number, previous: string | undefined): string {
-    const start = this.at;
-    this.at += length;
-    if (previous?.length === length) {
-      let same = true;
-      for (let i = 0; i < length && same; i++) same = this.bytes[start + i] === previous.charCodeAt(i);
-      if (same) return previous;
-    }
-    return this.bytes.toString("utf8", start, this.at);
-  }
-}
-
-/** Decodes one encoded batch (as {@link encodedBatch} writes it: an int32 length, then the batch). */
-function leanDecode(topic: string, partition: number, encoded: Buffer): LeanRecord[] {
-  const firstOffset = encoded.readBigInt64BE(4);
-  const firstTimestamp = encoded.readBigInt64BE(4 + 27);
-  const count = encoded.readInt32BE(4 + BATCH_HEADER_BYTES - 4);
-  const cursor = new Cursor(encoded, 4 + BATCH_HEADER_BYTES);
-  const records = new Array<LeanRecord>(count);
-  let names: string[] = [];
-  for (let r = 0; r < count; r++) {
-    const end = cursor.varint() + cursor.at;
-    cursor.at += 1; // record attributes: unused (KIP-98)
-    const timestamp = (firstTimestamp + cursor.varlong()).toString();
-    const offset = (firstOffset + BigInt(cursor.varint())).toString();
-    const key = cursor.view(cursor.varint());
-    const value = cursor.view(cursor.varint());
-    const headerCount = cursor.varint();
-    const headers = Object.create(null) as Record<string, (Buffer | null)[]>;
-    const these = new Array<string>(headerCount);
-    let bytes = (key?.length ?? 0) + (value?.length ?? 0);
-    for (let h = 0; h < headerCount; h++) {
-      const nameBytes = cursor.varint();
-      const name = cursor.name(nameBytes, names[h]);
-      these[h] = name;
-      const headerValue = cursor.view(cursor.varint());
-      const values = headers[name];
-      if (values === undefined) headers[name] = [headerValue];
-      else values.push(headerValue);
-      bytes += nameBytes + (headerValue?.length ?? 0);
-    }
-    names = these;
-    if (cursor.at !== end)
-      throw new Error(`record ${r}: its length says ${end}, its fields end at ${cursor.at}`);
-    records[r] = new LeanRecord(topic, partition, offset, timestamp, key, value, headers, bytes, headerCount);
-  }
-  return records;
+/** The records of one encoded batch as the member decodes them now: patch 012, then recordBatch.ts. */
+async function leanDecode(topic: string, partition: number, encoded: Buffer): Promise<SizedRecord[]> {
+  const [message] = await decodeMessages(new Decoder(encoded), AS_BYTES);
+  if (message?.recordBatch === undefined) throw new Error("the batch did not come as bytes (patch 012)");
+  return decodeRecordBatch(topic, partition, message.recordBatch);
 }
 
 /** Throws unless both decodes give the same offsets, timestamps, keys, values and headers. */
 async function checkSame(encoded: Buffer): Promise<void> {
   const theirs = (await decodeMessages(new Decoder(encoded))).map((m) => toRecord("t", 0, m));
-  const ours = leanDecode("t", 0, encoded);
+  const ours = await leanDecode("t", 0, encoded);
   const shape = (r: {
     offset: string;
     timestamp: string;
@@ -160,7 +67,7 @@ async function checkSame(encoded: Buffer): Promise<void> {
     value: Buffer | null;
     headers: object;
   }) => JSON.stringify([r.offset, r.timestamp, r.key?.toString("hex"), r.value?.toString("hex"), r.headers]);
-  if (theirs.length !== ours.length || theirs.some((r, i) => shape(r) !== shape(ours[i] as LeanRecord)))
+  if (theirs.length !== ours.length || theirs.some((r, i) => shape(r) !== shape(ours[i]!)))
     throw new Error("the lean decode differs from KafkaJS's");
 }
 
@@ -185,10 +92,9 @@ async function measure(valueBytes: number): Promise<void> {
     ],
     // Each batch's records let go before the next, as in the variants above.
     [
-      "lean",
-      () => {
-        for (const b of batches) leanDecode("t", 0, b);
-        return Promise.resolve();
+      "patch 012 + recordBatch.ts",
+      async () => {
+        for (const b of batches) await leanDecode("t", 0, b);
       },
     ],
   ];
@@ -198,7 +104,7 @@ async function measure(valueBytes: number): Promise<void> {
     for (let i = 0; i < rounds; i++) await run();
     const used = process.cpuUsage(before);
     const perRecord = (used.user + used.system) / (rounds * RECORDS * BATCHES);
-    process.stdout.write(`${valueBytes} B  ${label.padEnd(18)} ${perRecord.toFixed(2)} µs/record\n`);
+    process.stdout.write(`${valueBytes} B  ${label.padEnd(28)} ${perRecord.toFixed(2)} µs/record\n`);
   }
 }
 

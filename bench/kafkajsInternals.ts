@@ -28,6 +28,15 @@ export const Encoder = require("kafkajs/src/protocol/encoder.js") as new () => {
 /** The protocol decoder over one buffer. */
 export const Decoder = require("kafkajs/src/protocol/decoder.js") as new (b: Buffer) => unknown;
 /** Decodes the record batches of one partition's fetched bytes, as a fetch does. */
-export const decodeMessages = require("kafkajs/src/protocol/requests/fetch/v4/decodeMessages.js") as (
+export const decodeMessages = require("kafkajs/src/protocol/requests/fetch/v4/decodeMessages.js") as ((
   d: unknown,
-) => Promise<KafkaMessage[]>;
+  context?: unknown,
+) => Promise<KafkaMessage[]>) & {
+  /** Patch 012's context: with `recordBatchesAsBytes`, whole record batches come as bytes. */
+  fetchContext(args: {
+    fetchOffset: string;
+    recordBatchesAsBytes: boolean;
+    highWatermark: string;
+    abortedTransactions: never[];
+  }): unknown;
+};

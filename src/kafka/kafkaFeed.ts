@@ -18,6 +18,7 @@ import { partitionKey, topicPartitionOf, type PartitionKey, type TopicPartition 
 import { assertTopicsExist } from "./admin.js";
 import { assertKafkajsPatched } from "./kafkajsPatches.js";
 import { OffsetCommits } from "./offsetCommits.js";
+import { decodeRecordBatch, recordBatchBounds } from "./recordBatch.js";
 import { toRecord } from "./toRecord.js";
 
 /** The sizes of a fetch, bytes: per partition (Kafka's `max.partition.fetch.bytes`) and the whole response (`fetch.max.bytes`). */
@@ -136,6 +137,9 @@ export class KafkaFeed implements Feed {
       // Record batches below the engine's cached checkpoint (a replay) are handed over undecoded,
       // counted: KafkaJS patch 009 (patches/README.md).
       decodeFloor: (topic, partition) => this.listener?.decodeFloor?.({ topic, partition }),
+      // The other record batches are handed over as bytes and decoded here, without KafkaJS's
+      // message objects: KafkaJS patch 012, src/kafka/recordBatch.ts.
+      recordBatchesAsBytes: true,
       retry: {
         retries: 10,
         initialRetryTime: 300,
@@ -477,7 +481,11 @@ function emptyBatch(
   };
 }
 
-/** `messages` of a KafkaJS batch as a {@link FetchedBatch}; they are converted on first read. */
+/**
+ * `messages` of a KafkaJS batch as a {@link FetchedBatch}; they are converted on first read. A
+ * message that stands for a record batch handed over as bytes (patch 012) counts its records, and
+ * is decoded into them (src/kafka/recordBatch.ts).
+ */
 function fetchedBatch(
   batch: EachBatchPayload["batch"],
   messages: readonly KafkaMessage[],
@@ -488,21 +496,47 @@ function fetchedBatch(
   let records: KafkaRecord[] | undefined;
   // KafkaJS's messages are let go once converted: the records share their bytes and headers.
   let unconverted: readonly KafkaMessage[] | undefined = messages;
+  const first = messages[0]!;
+  const last = messages[messages.length - 1]!;
+  const byteBatches = batch.asBytes ?? 0;
+  let size = messages.length;
+  if (byteBatches > 0)
+    for (const m of messages) if (m.recordBatch !== undefined) size += m.recordBatch.count - 1;
   return {
     topic,
     partition,
     generation,
     highWatermark: batch.highWatermark,
-    firstOffset: messages[0]!.offset,
-    lastOffset: messages[messages.length - 1]!.offset,
+    firstOffset:
+      first.recordBatch === undefined ? first.offset : recordBatchBounds(first.recordBatch).firstOffset,
+    lastOffset: last.recordBatch === undefined ? last.offset : recordBatchBounds(last.recordBatch).lastOffset,
     throughOffset,
-    size: messages.length,
+    size,
     get records() {
       if (records === undefined) {
-        records = unconverted!.map((m) => toRecord(topic, partition, m));
+        records =
+          byteBatches === 0
+            ? unconverted!.map((m) => toRecord(topic, partition, m))
+            : withBatchesDecoded(topic, partition, unconverted!, size);
         unconverted = undefined;
       }
       return records;
     },
   };
+}
+
+/** `messages` as records, those standing for record batches handed over as bytes decoded into theirs. */
+function withBatchesDecoded(
+  topic: string,
+  partition: number,
+  messages: readonly KafkaMessage[],
+  size: number,
+): KafkaRecord[] {
+  const records = new Array<KafkaRecord>(size);
+  let at = 0;
+  for (const m of messages) {
+    if (m.recordBatch === undefined) records[at++] = toRecord(topic, partition, m);
+    else for (const record of decodeRecordBatch(topic, partition, m.recordBatch)) records[at++] = record;
+  }
+  return records;
 }

@@ -59,10 +59,11 @@ export function toRecord(topic: string, partition: number, message: KafkaMessage
 }
 
 /**
- * A record as the Kafka adapter builds it: one class, so every record has one shape (hidden class)
- * whatever its headers, and its size fields are own symbol-keyed properties.
+ * A record as the Kafka adapter builds it ({@link toRecord}, and src/kafka/recordBatch.ts): one
+ * class, so every record has one shape (hidden class) whatever its headers, and its size fields
+ * ({@link RECORD_BYTES}, {@link RECORD_HEADER_COUNT}) are own symbol-keyed properties.
  */
-class FetchedRecord implements SizedRecord {
+export class FetchedRecord implements SizedRecord {
   readonly [RECORD_BYTES]: number;
   readonly [RECORD_HEADER_COUNT]: number;
 

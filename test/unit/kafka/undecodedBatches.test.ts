@@ -7,45 +7,19 @@
  * Responses are built here with KafkaJS's own record batch encoder, byte for byte as a broker
  * sends them.
  */
-import { createRequire } from "node:module";
 import { describe, expect, it } from "vitest";
-import type { EachBatchPayload } from "kafkajs";
 import { fetchedBatches } from "../../../src/kafka/kafkaFeed.js";
-
-const require = createRequire(import.meta.url);
-
-interface Message {
-  readonly offset: string;
-  readonly value: Buffer | null;
-  readonly isControlRecord: boolean;
-  readonly undecoded?: { readonly firstOffset: string; readonly count: number };
-}
-type Messages = Message[] & { undecoded?: number; lastBatchOffset?: string };
-interface SkipArgs {
-  fetchOffset: string;
-  decodeFloor: string;
-  highWatermark: string;
-  abortedTransactions: { producerId: string; firstOffset: string }[];
-}
-type DecodeMessages = ((decoder: unknown, skip?: unknown) => Promise<Messages>) & {
-  skipContext(args: SkipArgs): unknown;
-};
-const decodeMessages = require("kafkajs/src/protocol/requests/fetch/v4/decodeMessages.js") as DecodeMessages;
-const Decoder = require("kafkajs/src/protocol/decoder.js") as new (b: Buffer) => unknown;
-const Long = require("kafkajs/src/utils/long.js") as { fromValue(v: string | number): unknown };
-const { RecordBatch } = require("kafkajs/src/protocol/recordBatch/v0/index.js") as {
-  RecordBatch: (options: object) => Promise<{ buffer: Buffer }>;
-};
-const encodeRecord = require("kafkajs/src/protocol/recordBatch/record/v0/index.js") as (record: {
-  offsetDelta: number;
-  key: Buffer | null;
-  value: Buffer | null;
-}) => unknown;
-const Batch = require("kafkajs/src/consumer/batch.js") as new (
-  topic: string,
-  fetchedOffset: string,
-  partitionData: object,
-) => EachBatchPayload["batch"] & { undecoded: number };
+import {
+  Batch,
+  decodeMessages,
+  Decoder,
+  encodeRecord,
+  Long,
+  RecordBatch,
+  type Message,
+  type Messages,
+  type SkipArgs,
+} from "../../helpers/kafkajsInternals.js";
 
 const GZIP = 1;
 const CONTROL_FLAG = 0x20;
