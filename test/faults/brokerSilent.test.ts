@@ -5,10 +5,16 @@
  * connections to it (through its fault proxy) carry nothing, new ones included. Records are
  * produced meanwhile (directly), and the leaders of the partitions it led move to the other brokers.
  *
- * The members (two `replayable run` processes, default Kafka settings) must consume every partition
+ * The member (one `replayable run` process, default Kafka settings) must consume every partition
  * from the new leaders while the broker is still silent: a member that waited forever on the silent
  * connection would never catch up. After the broker's proxy passes again the group must reach the
  * log end within a bound, and the ledger must equal the model computed from the records produced.
+ *
+ * One member, so that the silent broker's partitions are all in one fetch of the same member, and
+ * they move to two different brokers: @platformatic/kafka retried such a fetch (after its request
+ * timed out) on the silent broker, as the partitions no longer had one leader, for its three
+ * retries of 30 s each (its patch 002, patches/README.md). With two members that happened only when
+ * one member held two of them, which made the test fail now and then.
  */
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -28,7 +34,7 @@ import {
 import { expectLedgerModel } from "../helpers/ledgerModel.js";
 import { startCliInTest, type CliProcess } from "../helpers/process.js";
 import { runArgs } from "../helpers/replay.js";
-import { uniqueName, useStack, waitForCaughtUp } from "../helpers/stack.js";
+import { TEST_CLIENT_ENV, uniqueName, useStack, waitForCaughtUp } from "../helpers/stack.js";
 
 const stage = useBrokerProxies();
 const stack = useStack();
@@ -39,11 +45,15 @@ const BEFORE = 2000;
 const DURING = 2000;
 const AFTER = 500;
 /**
- * How long the members may take to consume from the new leaders while the old one stays silent:
- * the fetch in flight on the silent connection ends at KafkaJS's request timeout (30 s), and the
- * members learn the new leaders at their next metadata refresh (the consumer's metadata max age).
+ * How long the member may take to consume from the new leaders while the old one stays silent.
+ * The fetch in flight on the silent connection ends at the request timeout (30 s); the member then
+ * learns the new leaders from a metadata request. @platformatic/kafka asks a broker whose request
+ * timed out last (its patch 001), so it fetches from the new leaders at once (27 s after they moved
+ * here); the same fetch retried on the silent broker (without its patch 002) took 3 request
+ * timeouts more. KafkaJS asks a random broker for metadata, the silent one too, which costs it one
+ * more request timeout and the metadata max age now and then (85 s after the leaders moved here).
  */
-const SILENT_BOUND_MS = 120_000;
+const SILENT_BOUND_MS = TEST_CLIENT_ENV.KAFKA_CLIENT === "platformatic" ? 75_000 : 120_000;
 /** How long the group may take to reach the log end once the broker's proxy passes again. */
 const HEALED_BOUND_MS = 60_000;
 
@@ -58,7 +68,7 @@ it(
     await produceRecords(quietKafka(), topic, stream.records.slice(0, BEFORE));
 
     const members: CliProcess[] = [];
-    for (let i = 0; i < 2; i++)
+    for (let i = 0; i < 1; i++)
       members.push(
         startCliInTest(runArgs(stack.db.url, topic, group), {
           KAFKA_BROKERS: stage.bootstrap,
@@ -71,7 +81,7 @@ it(
       onTestFinished(() =>
         members.forEach((m, i) => writeFileSync(join(logDir, `brokerSilent-member-${i}.log`), m.stderr())),
       );
-    // Both members in the group, each fetching its own partitions, and caught up.
+    // The member in the group, fetching every partition, and caught up.
     const shares = await waitForStableGroup(stack.admin, group, topic, PARTITIONS, members);
     await waitForCaughtUp(stack.admin, group, topic, 120_000);
     console.log(`${new Date().toISOString()} caught up before the fault; shares ${JSON.stringify(shares)}`);
@@ -83,7 +93,8 @@ it(
     const [victim, led] = [...byLeader]
       .filter(([id]) => id !== coordinator)
       .sort((a, b) => b[1].length - a[1].length)[0]!;
-    expect(led.length).toBeGreaterThan(0);
+    // At least two, so that they move to two brokers (round robin below).
+    expect(led.length).toBeGreaterThanOrEqual(2);
 
     console.log(
       `${new Date().toISOString()} silencing ${victim} (leads ${led.join(",")}, coordinator ${coordinator})`,

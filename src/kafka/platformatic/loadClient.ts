@@ -43,18 +43,26 @@ export async function loadPlatformaticKafka(version: string = process.version): 
 }
 
 /**
- * Refuses an unpatched @platformatic/kafka on the consume path: replayable's patch
- * (patches/README.md, "@platformatic+kafka+2.12.1+001+failed-broker-last.patch") makes its metadata
- * lookups try a broker whose request timed out after the others; without it a silent (half-open)
- * first bootstrap broker holds every metadata refresh, and every fetch of the member waiting on it,
- * for a request timeout (30 s). The patch adds `ConnectionPool.prototype.brokersByHealth`.
- * @throws ReplayableError KAFKA naming patches/README.md when the loaded library lacks the patch.
+ * Refuses an unpatched @platformatic/kafka on the consume path (patches/README.md):
+ * - "@platformatic+kafka+2.12.1+001+failed-broker-last.patch" makes its metadata lookups try a
+ *   broker whose request timed out after the others; without it a silent (half-open) first
+ *   bootstrap broker holds every metadata refresh, and every fetch of the member waiting on it, for
+ *   a request timeout (30 s). It adds `ConnectionPool.prototype.brokersByHealth`.
+ * - "...+002+fetch-split-leaders.patch" fails a fetch whose partitions are led by different brokers
+ *   after a metadata refresh, instead of retrying it on the old (perhaps silent) leader three times.
+ *   It adds `kSplitLeaders` to the Consumer class's source.
+ * @throws ReplayableError KAFKA naming the missing patches and patches/README.md.
  */
 export function assertPlatformaticPatched(lib: PlatformaticKafka): void {
-  if ("brokersByHealth" in lib.ConnectionPool.prototype) return;
+  const missing: string[] = [];
+  if (!("brokersByHealth" in lib.ConnectionPool.prototype)) missing.push("failed-broker-last");
+  const consumerSource =
+    typeof lib.Consumer === "function" ? Function.prototype.toString.call(lib.Consumer) : "";
+  if (!consumerSource.includes("kSplitLeaders")) missing.push("fetch-split-leaders");
+  if (missing.length === 0) return;
   throw new ReplayableError(
     "KAFKA",
-    "KAFKA_CLIENT=platformatic: the @platformatic/kafka loaded lacks replayable's patch failed-broker-last: a silent bootstrap broker would stall every fetch for a request timeout at each metadata refresh. Install replayable with npm or pnpm (they install the patched copy it bundles), or, in a checkout, run `npm ci` (its postinstall applies patches/ with patch-package); see patches/README.md",
-    { context: { missing: ["failed-broker-last"] } },
+    `KAFKA_CLIENT=platformatic: the @platformatic/kafka loaded lacks replayable's patches ${missing.join(", ")}: a silent broker would stall fetches for request timeouts. Install replayable with npm or pnpm (they install the patched copy it bundles), or, in a checkout, run \`npm ci\` (its postinstall applies patches/ with patch-package); see patches/README.md`,
+    { context: { missing } },
   );
 }

@@ -10,6 +10,8 @@ import {
   supportsPlatformatic,
 } from "../../../../src/kafka/platformatic/loadClient.js";
 
+const { Consumer: realConsumer } = await import("@platformatic/kafka");
+
 describe("loading @platformatic/kafka", () => {
   it("supports Node.js 22.22+, 24.6+ and later majors only", () => {
     expect(["v22.15.0", "v22.21.9", "v24.5.0", "v20.20.2"].map(supportsPlatformatic)).toEqual([
@@ -35,16 +37,25 @@ describe("loading @platformatic/kafka", () => {
     });
   });
 
-  it("refuses a library without replayable's patch (KAFKA, naming patches/README.md) and accepts one with it", () => {
+  it("refuses a library without replayable's patches (KAFKA, naming each and patches/README.md) and accepts one with both", () => {
     class Unpatched {}
     class Patched {
       brokersByHealth(): void {}
     }
-    const lib = (ConnectionPool: unknown) => ({ ConnectionPool }) as unknown as PlatformaticKafka;
+    // The real Consumer class (patched here by patch 002) and one whose source lacks the patch.
+    class UnpatchedConsumer {}
+    const lib = (ConnectionPool: unknown, Consumer: unknown = realConsumer) =>
+      ({ ConnectionPool, Consumer }) as unknown as PlatformaticKafka;
     expect(() => assertPlatformaticPatched(lib(Unpatched))).toThrow(
       expect.objectContaining({
         code: "KAFKA",
-        message: expect.stringMatching(/failed-broker-last.*patches\/README\.md/s) as unknown,
+        message: expect.stringMatching(/patches failed-broker-last:.*patches\/README\.md/s) as unknown,
+      }),
+    );
+    expect(() => assertPlatformaticPatched(lib(Patched, UnpatchedConsumer))).toThrow(
+      expect.objectContaining({
+        code: "KAFKA",
+        message: expect.stringMatching(/patches fetch-split-leaders:/) as unknown,
       }),
     );
     expect(() => assertPlatformaticPatched(lib(Patched))).not.toThrow();
