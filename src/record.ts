@@ -56,8 +56,12 @@ export interface SizedRecord extends KafkaRecord {
 }
 
 /**
- * Size of a record in bytes: key + value + header names (UTF-8) and values, as on the wire without
- * the varint lengths. A null key, value or header value counts 0 bytes.
+ * Size of a record in bytes: key + value + header names and values, as on the wire without the
+ * varint lengths. A null key, value or header value counts 0 bytes. A header name counts the UTF-8
+ * bytes of its text: its bytes on the wire, unless those are not valid UTF-8 (each invalid byte
+ * decodes to U+FFFD, 3 bytes). Every path that builds records counts so (src/kafka/toRecord.ts,
+ * recordBatch.ts, platformatic/toRecord.ts, and this function for a record without
+ * {@link RECORD_BYTES}), so a record's verdict against the size limit does not depend on the path.
  */
 export function recordBytes(record: KafkaRecord): number {
   const known = (record as Partial<SizedRecord>)[RECORD_BYTES];

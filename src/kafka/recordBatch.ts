@@ -63,8 +63,9 @@ export function recordBatchBounds(batch: RecordBatchBytes): RecordBatchBounds {
 
 /**
  * The batch's records, in offset order, as the engine's records of `topic`/`partition`: the same
- * fields {@link toRecord} gives for KafkaJS's messages (headers without a prototype, each name's
- * values in order, a null value kept as `null`), with keys, values and header values as views of
+ * fields and sizes {@link toRecord} gives for KafkaJS's messages (headers without a prototype, each
+ * name's values in order, a null value kept as `null`; header names counted as the UTF-8 of their
+ * decoded text, as `recordBytes` in src/record.ts does), with keys, values and header values as views of
  * `batch.records` (no copy). A record's header names are the previous record's strings when their
  * bytes are the same (a batch's records mostly carry the same names).
  * @throws ReplayableError KAFKA when a record's fields do not fit its length or the bytes given.
@@ -91,13 +92,16 @@ export function decodeRecordBatch(topic: string, partition: number, batch: Recor
     for (let h = 0; h < headerCount; h++) {
       const nameBytes = reader.varint();
       if (nameBytes < 0) throw reader.malformed(r, "a header name of negative length");
-      const name = reader.name(nameBytes, names[h]);
+      const previous = names[h];
+      const name = reader.name(nameBytes, previous);
       these[h] = name;
       const headerValue = reader.bytes();
       const values = headers[name];
       if (values === undefined) headers[name] = [headerValue];
       else values.push(headerValue);
-      size += nameBytes + (headerValue?.length ?? 0);
+      // The name's UTF-8 bytes, as recordBytes counts them (src/record.ts): its bytes on the wire,
+      // unless they are not UTF-8 (each invalid byte became U+FFFD). A reused name is ASCII.
+      size += (name === previous ? nameBytes : Buffer.byteLength(name, "utf8")) + (headerValue?.length ?? 0);
     }
     names = these;
     if (reader.at !== end)

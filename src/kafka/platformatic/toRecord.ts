@@ -45,7 +45,9 @@ export function toRecord(topic: string, partition: number, batch: RawBatch, reco
     const values = headers[name];
     if (values === undefined) headers[name] = [headerValue];
     else values.push(headerValue);
-    bytes += (nameBytes?.length ?? 0) + (headerValue?.length ?? 0);
+    // The name's UTF-8 bytes, as recordBytes counts them (src/record.ts), not its bytes on the wire:
+    // they differ when those are not UTF-8, and a record's size must not depend on its path.
+    bytes += Buffer.byteLength(name, "utf8") + (headerValue?.length ?? 0);
   }
   const timestamp =
     (batch.attributes & LOG_APPEND_TIME) !== 0

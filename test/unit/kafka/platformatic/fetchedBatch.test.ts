@@ -7,7 +7,14 @@
 import type { RecordsBatch } from "@platformatic/kafka";
 import { describe, expect, it } from "vitest";
 import { fetchedBatch } from "../../../../src/kafka/platformatic/platformaticFeed.js";
-import { RECORD_BYTES, RECORD_HEADER_COUNT, headerValues, type SizedRecord } from "../../../../src/record.js";
+import {
+  RECORD_BYTES,
+  RECORD_HEADER_COUNT,
+  headerValues,
+  recordBytes,
+  type KafkaRecord,
+  type SizedRecord,
+} from "../../../../src/record.js";
 
 const TRANSACTIONAL = 1 << 4;
 const CONTROL = 1 << 5;
@@ -111,6 +118,16 @@ describe("fetchedBatch", () => {
     expect(record.key).toEqual(Buffer.from("k0"));
     expect(record[RECORD_HEADER_COUNT]).toBe(3);
     expect(record[RECORD_BYTES]).toBe(2 + 1 + 1 + 1 + 9 + 1);
+  });
+
+  it("counts a header name that is not UTF-8 as its text's UTF-8, as recordBytes and the KafkaJS path do", () => {
+    const headers: [Buffer | null, Buffer | null][] = [[Buffer.from([0xff]), Buffer.from("b")]];
+    const record = fetchedBatch(tp, 1, 0n, 1n, [batch(0, [null], { headers })], null)!
+      .records[0] as SizedRecord;
+    expect(Object.keys(record.headers)).toEqual(["\uFFFD"]);
+    const { [RECORD_BYTES]: counted, ...plain } = record;
+    expect(counted).toBe(2 + 3 + 1);
+    expect(recordBytes(plain as KafkaRecord)).toBe(counted);
   });
 
   it("takes a LogAppendTime batch's max timestamp as each record's timestamp", () => {
