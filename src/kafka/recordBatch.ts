@@ -92,8 +92,7 @@ export function decodeRecordBatch(topic: string, partition: number, batch: Recor
     for (let h = 0; h < headerCount; h++) {
       const nameBytes = reader.varint();
       if (nameBytes < 0) throw reader.malformed(r, "a header name of negative length");
-      const previous = names[h];
-      const name = reader.name(nameBytes, previous);
+      const name = reader.name(nameBytes, names[h]);
       these[h] = name;
       const headerValue = reader.bytes();
       const values = headers[name];
@@ -101,7 +100,7 @@ export function decodeRecordBatch(topic: string, partition: number, batch: Recor
       else values.push(headerValue);
       // The name's UTF-8 bytes, as recordBytes counts them (src/record.ts): its bytes on the wire,
       // unless they are not UTF-8 (each invalid byte became U+FFFD). A reused name is ASCII.
-      size += (name === previous ? nameBytes : Buffer.byteLength(name, "utf8")) + (headerValue?.length ?? 0);
+      size += (reader.nameReused ? nameBytes : Buffer.byteLength(name, "utf8")) + (headerValue?.length ?? 0);
     }
     names = these;
     if (reader.at !== end)
@@ -125,6 +124,8 @@ export function decodeRecordBatch(topic: string, partition: number, batch: Recor
 /** A read position in a batch's records, with bounds checks; every read past the end throws. */
 class Reader {
   at = 0;
+  /** True when the last {@link name} returned the previous record's string: ASCII, its UTF-8 is its bytes. */
+  nameReused = false;
   private readonly buffer: Buffer;
 
   constructor(private readonly batch: RecordBatchBytes) {
@@ -205,8 +206,12 @@ class Reader {
         const byte = this.buffer[start + i]!;
         same = byte < 0x80 && byte === previous.charCodeAt(i);
       }
-      if (same) return previous;
+      if (same) {
+        this.nameReused = true;
+        return previous;
+      }
     }
+    this.nameReused = false;
     return this.buffer.toString("utf8", start, this.at);
   }
 

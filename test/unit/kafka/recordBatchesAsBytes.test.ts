@@ -231,6 +231,24 @@ describe("patch 012 and recordBatch.ts: the records, as KafkaJS gives them", () 
     expect(ours[1]![RECORD_BYTES]).toBe(1 + 1 + 3 + 1);
   });
 
+  it("counts each of two records' invalid header names as U+FFFD's UTF-8, the second equal to the first as text", async () => {
+    const set = await recordSet([
+      {
+        first: "0",
+        records: [
+          { offsetDelta: 0, headers: { Y: Buffer.from("a") } },
+          { offsetDelta: 1, headers: { Z: Buffer.from("b") } },
+        ],
+      },
+    ]);
+    set[set.lastIndexOf(Buffer.from([2, 0x59, 2, 0x61])) + 1] = 0xff;
+    set[set.lastIndexOf(Buffer.from([2, 0x5a, 2, 0x62])) + 1] = 0xfe;
+    const { theirs, ours } = await bothWays(set);
+    expect(ours.map((r) => Object.keys(r.headers))).toEqual([["\uFFFD"], ["\uFFFD"]]);
+    expect(ours.map((r) => r[RECORD_BYTES])).toEqual([1 + 1 + 3 + 1, 1 + 1 + 3 + 1]);
+    expect(ours.map(fields)).toEqual(theirs.map(fields));
+  });
+
   it("finds the first and last record's offsets without decoding the records between", async () => {
     const [message] = await decode(
       [
