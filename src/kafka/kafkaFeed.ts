@@ -498,6 +498,12 @@ function fetchedBatch(
   let unconverted: readonly KafkaMessage[] | undefined = messages;
   const first = messages[0]!;
   const last = messages[messages.length - 1]!;
+  // A byte batch's first and last record offsets: one walk over its records (recordBatchBounds),
+  // not two when it is the only message.
+  const bounds = (m: KafkaMessage) =>
+    m.recordBatch === undefined ? undefined : recordBatchBounds(m.recordBatch);
+  const firstBounds = bounds(first);
+  const lastBounds = last === first ? firstBounds : bounds(last);
   const byteBatches = batch.asBytes ?? 0;
   let size = messages.length;
   if (byteBatches > 0)
@@ -507,9 +513,8 @@ function fetchedBatch(
     partition,
     generation,
     highWatermark: batch.highWatermark,
-    firstOffset:
-      first.recordBatch === undefined ? first.offset : recordBatchBounds(first.recordBatch).firstOffset,
-    lastOffset: last.recordBatch === undefined ? last.offset : recordBatchBounds(last.recordBatch).lastOffset,
+    firstOffset: firstBounds?.firstOffset ?? first.offset,
+    lastOffset: lastBounds?.lastOffset ?? last.offset,
     throughOffset,
     size,
     get records() {

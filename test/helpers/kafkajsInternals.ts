@@ -53,3 +53,16 @@ export const Batch = require("kafkajs/src/consumer/batch.js") as new (
   fetchedOffset: string,
   partitionData: object,
 ) => EachBatchPayload["batch"] & { undecoded: number };
+
+/**
+ * A partition's record set as a fetch response carries it: an INT32 size, then `batches` (each an
+ * encoded record batch); `cut` drops that many bytes at its end, as a broker cuts the last batch at
+ * the fetch size (KIP-74).
+ */
+export function recordSet(batches: readonly Buffer[], cut = 0): Buffer {
+  const all = Buffer.concat(batches);
+  const body = all.subarray(0, all.length - cut);
+  const size = Buffer.alloc(4);
+  size.writeInt32BE(body.length, 0);
+  return Buffer.concat([size, body]);
+}

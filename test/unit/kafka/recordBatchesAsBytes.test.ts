@@ -27,6 +27,7 @@ import {
   encodeRecord,
   Long,
   RecordBatch,
+  recordSet,
   type FetchContextArgs,
   type Messages,
 } from "../../helpers/kafkajsInternals.js";
@@ -87,13 +88,9 @@ async function recordBatch(spec: BatchSpec): Promise<Buffer> {
   return batch;
 }
 
-/** A partition's record set (INT32 size, then the batches); `cut` drops bytes at its end (KIP-74). */
-async function recordSet(specs: readonly BatchSpec[], cut = 0): Promise<Buffer> {
-  const batches = Buffer.concat(await Promise.all(specs.map(recordBatch)));
-  const body = batches.subarray(0, batches.length - cut);
-  const size = Buffer.alloc(4);
-  size.writeInt32BE(body.length, 0);
-  return Buffer.concat([size, body]);
+/** A partition's record set of these batches; `cut` drops bytes at its end (KIP-74). */
+async function encodedSet(specs: readonly BatchSpec[], cut = 0): Promise<Buffer> {
+  return recordSet(await Promise.all(specs.map(recordBatch)), cut);
 }
 
 async function decode(
@@ -111,7 +108,7 @@ async function decode(
           abortedTransactions: [],
           ...args,
         });
-  const set = Buffer.isBuffer(specs) ? specs : await recordSet(specs, cut);
+  const set = Buffer.isBuffer(specs) ? specs : await encodedSet(specs, cut);
   return decodeMessages(new Decoder(set), context);
 }
 
@@ -211,39 +208,38 @@ describe("patch 012 and recordBatch.ts: the records, as KafkaJS gives them", () 
     expect(ours.map(fields)).toEqual(theirs.map(fields));
   });
 
+  /**
+   * A record set of one batch whose records each carry one header with a one-byte name: the
+   * encoder writes the names as ASCII placeholders, then each is replaced by the byte given.
+   */
+  async function withNameBytes(names: readonly { readonly text: string; readonly byte?: number }[]) {
+    const records = names.map(({ text }, i) => ({
+      offsetDelta: i,
+      headers: { [text]: Buffer.from(String.fromCharCode(0x61 + i)) },
+    }));
+    const set = await encodedSet([{ first: "0", records }]);
+    names.forEach(({ text, byte }, i) => {
+      if (byte === undefined) return;
+      // The header as written: name length 1 (varint 2), the name, value length 1, the value.
+      set[set.lastIndexOf(Buffer.from([2, text.charCodeAt(0), 2, 0x61 + i])) + 1] = byte;
+    });
+    return bothWays(set);
+  }
+
   it("decodes a header name whose bytes are not UTF-8 as KafkaJS does, after a record whose name had as many characters", async () => {
-    const set = await recordSet([
-      {
-        first: "0",
-        records: [
-          { offsetDelta: 0, headers: { é: Buffer.from("a") } },
-          { offsetDelta: 1, headers: { Z: Buffer.from("b") } },
-        ],
-      },
-    ]);
-    // "Z" (one byte) becomes 0xE9, "é" in Latin-1: one byte, not UTF-8 ("é" is C3 A9).
-    const at = set.lastIndexOf(Buffer.from([2, 0x5a, 2, 0x62]));
-    set[at + 1] = 0xe9;
-    const { theirs, ours } = await bothWays(set);
-    expect(Object.keys(ours[1]!.headers)).toEqual(["\uFFFD"]);
+    // 0xE9 alone is "é" in Latin-1, not UTF-8 ("é" is C3 A9): U+FFFD, not the previous name.
+    const { theirs, ours } = await withNameBytes([{ text: "é" }, { text: "Z", byte: 0xe9 }]);
+    expect(ours.map((r) => Object.keys(r.headers))).toEqual([["é"], ["\uFFFD"]]);
     // The name's size is the UTF-8 of its text (3 bytes), on either path (break-it review).
     expect(ours.map(fields)).toEqual(theirs.map(fields));
     expect(ours[1]![RECORD_BYTES]).toBe(1 + 1 + 3 + 1);
   });
 
   it("counts each of two records' invalid header names as U+FFFD's UTF-8, the second equal to the first as text", async () => {
-    const set = await recordSet([
-      {
-        first: "0",
-        records: [
-          { offsetDelta: 0, headers: { Y: Buffer.from("a") } },
-          { offsetDelta: 1, headers: { Z: Buffer.from("b") } },
-        ],
-      },
+    const { theirs, ours } = await withNameBytes([
+      { text: "Y", byte: 0xff },
+      { text: "Z", byte: 0xfe },
     ]);
-    set[set.lastIndexOf(Buffer.from([2, 0x59, 2, 0x61])) + 1] = 0xff;
-    set[set.lastIndexOf(Buffer.from([2, 0x5a, 2, 0x62])) + 1] = 0xfe;
-    const { theirs, ours } = await bothWays(set);
     expect(ours.map((r) => Object.keys(r.headers))).toEqual([["\uFFFD"], ["\uFFFD"]]);
     expect(ours.map((r) => r[RECORD_BYTES])).toEqual([1 + 1 + 3 + 1, 1 + 1 + 3 + 1]);
     expect(ours.map(fields)).toEqual(theirs.map(fields));

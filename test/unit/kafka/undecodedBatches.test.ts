@@ -16,6 +16,7 @@ import {
   encodeRecord,
   Long,
   RecordBatch,
+  recordSet,
   type Message,
   type Messages,
   type SkipArgs,
@@ -56,13 +57,9 @@ async function recordBatch(spec: BatchSpec): Promise<Buffer> {
   return batch;
 }
 
-/** A partition's record set (INT32 size, then the batches); `cut` drops bytes at its end (KIP-74). */
-async function recordSet(specs: readonly BatchSpec[], cut = 0): Promise<Buffer> {
-  const batches = Buffer.concat(await Promise.all(specs.map(recordBatch)));
-  const body = batches.subarray(0, batches.length - cut);
-  const size = Buffer.alloc(4);
-  size.writeInt32BE(body.length, 0);
-  return Buffer.concat([size, body]);
+/** A partition's record set of these batches; `cut` drops bytes at its end (KIP-74). */
+async function encodedSet(specs: readonly BatchSpec[], cut = 0): Promise<Buffer> {
+  return recordSet(await Promise.all(specs.map(recordBatch)), cut);
 }
 
 async function decode(specs: readonly BatchSpec[], skip?: Partial<SkipArgs>, cut = 0): Promise<Messages> {
@@ -76,7 +73,7 @@ async function decode(specs: readonly BatchSpec[], skip?: Partial<SkipArgs>, cut
           abortedTransactions: [],
           ...skip,
         });
-  return decodeMessages(new Decoder(await recordSet(specs, cut)), context);
+  return decodeMessages(new Decoder(await encodedSet(specs, cut)), context);
 }
 
 const three = (first: number, extra: Partial<BatchSpec> = {}): BatchSpec => ({
