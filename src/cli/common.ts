@@ -90,8 +90,9 @@ export type SettingSource = "named" | "file" | "default";
 export interface SetupOptions {
   /**
    * Also report, with the other problems, the config file's projections without a migrations
-   * folder whose tables are missing from the database (those with one are checked after `migrate`).
-   * `"with-other-problems"`: only when there are other problems to report anyway (for `migrate`,
+   * folder whose tables are missing from the database (those with one are checked after `migrate`);
+   * only the named one's when the command is given a projection (flag, variable or the file's
+   * `projection`). `"with-other-problems"`: only when there are other problems to report anyway (for `migrate`,
    * whose migrations may create those tables).
    */
   readonly checkTables?: boolean | "with-other-problems";
@@ -121,10 +122,19 @@ export async function configFrom(
   const checkTables =
     options.checkTables === true || (options.checkTables === "with-other-problems" && problems.length > 0);
   if (parsed.ok && checkTables && configFile !== undefined) {
+    // A command given one projection (flag, variable or the file's setting) checks its tables only:
+    // another projection's missing table is no reason to refuse it.
+    const named = [overrides.REPLAYABLE_PROJECTION, process.env.REPLAYABLE_PROJECTION].some(
+      (v) => v !== undefined && v !== "",
+    );
+    const target =
+      named || file?.values.REPLAYABLE_PROJECTION !== undefined ? parsed.config.projection : undefined;
     problems.push(
       ...(await tableProblems(
         parsed.config.databaseUrl,
-        configured.filter((p) => p.migrationsFolder === undefined),
+        configured.filter(
+          (p) => p.migrationsFolder === undefined && (target === undefined || p.name === target),
+        ),
         basename(configFile),
       )),
     );
@@ -174,6 +184,19 @@ export async function configFrom(
   };
   return { config, projections, configFile, sources, projection: chosen };
 }
+
+/** The flags (commander's camelCase keys) that stand for a variable, a config-file setting or a default. */
+const FLAGS_WITH_FALLBACK: ReadonlySet<string> = new Set([
+  "config",
+  "brokers",
+  "databaseUrl",
+  "logLevel",
+  "projection",
+  "topic",
+  "group",
+  "metricsHost",
+  "metricsPort",
+]);
 
 /**
  * One problem line per flag given an empty value (`--brokers ''`, `--topic ''`): an empty flag would

@@ -248,6 +248,35 @@ export default defineConfig({
   }, 60_000);
 });
 
+describe("a command naming one projection of several", () => {
+  it("regression: checks only that projection's tables, not another's that is missing (`--projection a` was refused for b's missing table)", async () => {
+    const dir = tempFolder();
+    const db = await createTestDatabase(false);
+    onTestFinished(() => db.drop());
+    await db.pool.query("CREATE SCHEMA a; CREATE TABLE a.rows (id text PRIMARY KEY)");
+    writeFileSync(
+      join(dir, "replayable.config.ts"),
+      `import { defineConfig } from "replayable";
+const base = { dedupe: { kind: "offset" }, topics: ["t"], decode: (r: unknown) => r, apply: async () => {} } as const;
+export default defineConfig({
+  projections: [
+    { ...base, name: "a", tables: ["a.rows"] },
+    { ...base, name: "b", tables: ["b.rows"] },
+  ],
+});
+`,
+    );
+    const a = await runCli(["checksum", "--projection", "a"], { DATABASE_URL: db.url }, { cwd: dir });
+    expect(a.stderr).not.toContain("b.rows");
+    expect(a.code).toBe(0);
+    expect(a.stdout).toContain("a.rows");
+    const b = await runCli(["checksum", "--projection", "b"], { DATABASE_URL: db.url }, { cwd: dir });
+    expect(b.code).toBe(2);
+    expect(b.stderr).toContain("projection b: table b.rows does not exist in the database");
+    expect(b.stderr).not.toContain("a.rows");
+  }, 60_000);
+});
+
 describe("a config file naming a projection", () => {
   it("regression: migrate refuses a `projection` setting that names no projection, as every other command does, and migrates a known one (it ignored the setting: exit 0; break-it review)", async () => {
     const dir = tempFolder();
