@@ -212,9 +212,10 @@ export function emptyFlagProblems(flags: object): string[] {
         : Array.isArray(value) && value.some((v) => typeof v === "string" && v.trim() === "");
     if (!empty) continue;
     const flag = `--${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
-    problems.push(
-      `  ${flag}: is empty; give it a value, or leave the flag out to use its variable, the config file or the default`,
-    );
+    const fallback = FLAGS_WITH_FALLBACK.has(key)
+      ? " to use its variable, the config file or the default"
+      : "";
+    problems.push(`  ${flag}: is empty; give it a value, or leave the flag out${fallback}`);
   }
   return problems;
 }

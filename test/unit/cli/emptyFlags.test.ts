@@ -8,6 +8,13 @@ describe("flags given an empty value", () => {
     ]);
   });
 
+  it("regression: a flag with no variable, config setting or default is not told to fall back to one (`--code ''` was)", () => {
+    expect(emptyFlagProblems({ code: [""], projection: "" })).toEqual([
+      "  --code: is empty; give it a value, or leave the flag out",
+      "  --projection: is empty; give it a value, or leave the flag out to use its variable, the config file or the default",
+    ]);
+  });
+
   it("names every empty flag in kebab case, list flags included, and accepts flags left out, booleans and values", () => {
     const problems = emptyFlagProblems({
       databaseUrl: " ",
