@@ -461,12 +461,18 @@ function printRetryResults(results: readonly RetryResult[], output: string): voi
   const count = (kind: RetryOutcome["kind"]) => results.filter((r) => r.outcome.kind === kind).length;
   const failed = count("failed");
   const later = count("later_records");
+  // Retried: the letters whose record went through the projection's apply again.
+  const retried = count("applied") + count("duplicate") + failed;
   if (output === "json")
-    printJson({ retried: results.length, results: results.map((r) => ({ id: r.id, ...r.outcome })) });
+    printJson({
+      letters: results.length,
+      retried,
+      results: results.map((r) => ({ id: r.id, ...r.outcome })),
+    });
   else {
     printTable(results.map((r) => ({ id: r.id, record: r.offset, outcome: describeOutcome(r.outcome) })));
     process.stdout.write(
-      `retried ${results.length}: ${count("applied")} applied, ${count("duplicate")} duplicate, ${count("superseded")} superseded by a rebuild, ${failed} failed again, ${later} not retried after later records, ${count("already_resolved")} already resolved\n`,
+      `${results.length} dead letters, ${retried} retried: ${count("applied")} applied, ${count("duplicate")} duplicate, ${failed} failed again; ${count("superseded")} superseded by a rebuild, ${later} not retried after later records, ${count("already_resolved")} already resolved\n`,
     );
   }
   if (failed > 0) {

@@ -261,7 +261,7 @@ describe("dead-letters", () => {
     expect(result.stdout).toMatch(new RegExp(`^${ids.tooLarge}\\s+${topic}/0@2\\s+applied; resolved$`, "m"));
     expect(result.stdout).toContain("applied; resolved");
     expect(result.stdout).toContain(
-      "retried 1: 1 applied, 0 duplicate, 0 superseded by a rebuild, 0 failed again, 0 not retried after later records, 0 already resolved",
+      "1 dead letters, 1 retried: 1 applied, 0 duplicate, 0 failed again; 0 superseded by a rebuild, 0 not retried after later records, 0 already resolved",
     );
     expect(await balance("acc-2")).toBe("5");
     // Once: a second retry finds it resolved.
@@ -269,7 +269,7 @@ describe("dead-letters", () => {
       ["dead-letters", "retry", "--id", ids.tooLarge, "--execute", "--database-url", db.url],
       { REPLAYABLE_MAX_RECORD_BYTES: "100000" },
     );
-    expect(again.stdout).toContain("retried 0:");
+    expect(again.stdout).toContain("0 dead letters, 0 retried:");
     expect(await balance("acc-2")).toBe("5");
     const resolved = JSON.parse((await cli("list", "--state", "resolved", "--output", "json")).stdout) as {
       id: string;
@@ -424,9 +424,7 @@ describe("dead-letters after a rebuild", () => {
       expect(after[0]!.id).not.toBe(before[1]!.id);
       const retried = await deadLetters("retry", "--execute");
       expect(retried.code).toBe(1);
-      expect(retried.stdout).toContain(
-        "retried 1: 0 applied, 0 duplicate, 0 superseded by a rebuild, 1 failed again",
-      );
+      expect(retried.stdout).toContain("1 dead letters, 1 retried: 0 applied, 0 duplicate, 1 failed again;");
       expect(await ownBalance()).toBe("6");
       const resolved = JSON.parse(
         (await deadLetters("list", "--state", "resolved", "--output", "json")).stdout,

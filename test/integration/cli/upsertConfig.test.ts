@@ -224,6 +224,18 @@ it("regression: dead-letters retry of a sink's letter refuses it after later rec
   expect(retried.stdout).toMatch(line(next!.id, `${topic}/0@2`, "applied; resolved"));
   expect(retried.stdout).toMatch(line(last!.id, `${topic}/0@3`, "applied; resolved"));
   expect(retried.stderr).toContain("replayable: 1 of 3 dead letters were not retried");
+  // Regression: the summary and JSON's `retried` counted the letter not retried as retried.
+  expect(retried.stdout).toContain(
+    "3 dead letters, 2 retried: 2 applied, 0 duplicate, 0 failed again; 0 superseded by a rebuild, 1 not retried after later records, 0 already resolved",
+  );
+  const again = await runCli(["dead-letters", "retry", "--execute", "--output", "json"], env, { cwd: dir });
+  expect(again.code, again.stderr).toBe(1);
+  const report = JSON.parse(again.stdout) as {
+    letters: number;
+    retried: number;
+    results: { kind: string }[];
+  };
+  expect(report).toMatchObject({ letters: 1, retried: 0, results: [{ kind: "later_records" }] });
   expect(await rows()).toEqual(["1:a@x:2", "2:next@x.y:1", "3:last@x.y:1"]);
   const unresolved = await stack.db.pool.query(
     "SELECT attempts FROM replayable.dead_letters WHERE id = $1 AND resolved_at IS NULL",
