@@ -309,7 +309,7 @@ function describeOutcome(outcome: RetryOutcome): string {
     case "duplicate":
       return "duplicate: the event was applied from another record; resolved";
     case "superseded":
-      return `superseded: rebuild ${outcome.rebuildId} handed the record back to the consumer, which reads it again; resolved, not applied`;
+      return `superseded: rebuild ${outcome.rebuildId} handed the record back to the consumer, which reads it again (or, on a compacted topic, the newer record of its key that replaced it); resolved, not applied`;
     case "later_records":
       return `not retried: ${laterText(outcome.other, outcome.checkpoint)}; still unresolved`;
     default:
