@@ -42,6 +42,9 @@ export async function loadPlatformaticKafka(version: string = process.version): 
   }
 }
 
+/** Text of the error patch 002 adds to the Consumer class (its fetch, when a partition's leader moved). */
+const SPLIT_LEADERS_TEXT = "are led by different brokers now";
+
 /**
  * Refuses an unpatched @platformatic/kafka on the consume path (patches/README.md):
  * - "@platformatic+kafka+2.12.1+001+failed-broker-last.patch" makes its metadata lookups try a
@@ -50,7 +53,8 @@ export async function loadPlatformaticKafka(version: string = process.version): 
  *   a request timeout (30 s). It adds `ConnectionPool.prototype.brokersByHealth`.
  * - "...+002+fetch-split-leaders.patch" fails a fetch whose partitions are led by different brokers
  *   after a metadata refresh, instead of retrying it on the old (perhaps silent) leader three times.
- *   It adds `kSplitLeaders` to the Consumer class's source.
+ *   Its error text (SPLIT_LEADERS_TEXT) is in the Consumer class's source; a string, unlike the
+ *   patch's local names, survives a minifier.
  * @throws ReplayableError KAFKA naming the missing patches and patches/README.md.
  */
 export function assertPlatformaticPatched(lib: PlatformaticKafka): void {
@@ -58,7 +62,8 @@ export function assertPlatformaticPatched(lib: PlatformaticKafka): void {
   if (!("brokersByHealth" in lib.ConnectionPool.prototype)) missing.push("failed-broker-last");
   const consumerSource =
     typeof lib.Consumer === "function" ? Function.prototype.toString.call(lib.Consumer) : "";
-  if (!consumerSource.includes("kSplitLeaders")) missing.push("fetch-split-leaders");
+  // The patch's error text: a string survives a minifier, which renames the patch's local names.
+  if (!consumerSource.includes(SPLIT_LEADERS_TEXT)) missing.push("fetch-split-leaders");
   if (missing.length === 0) return;
   throw new ReplayableError(
     "KAFKA",

@@ -61,6 +61,20 @@ describe("loading @platformatic/kafka", () => {
     expect(() => assertPlatformaticPatched(lib(Patched))).not.toThrow();
   });
 
+  it("regression: accepts the patched library after a minifier renamed its local names (it looked for the name kSplitLeaders; break-it review)", () => {
+    class Patched {
+      brokersByHealth(): void {}
+    }
+    // The patched Consumer's source as a minifier leaves it: local names renamed, strings kept.
+    const source = Function.prototype.toString.call(realConsumer).replaceAll("kSplitLeaders", "ut");
+    // A function whose own source holds that text (Function.prototype.toString is what the check reads).
+    // eslint-disable-next-line @typescript-eslint/no-implied-eval
+    const minified = new Function(`return ${JSON.stringify(source)};`);
+    const lib = { ConnectionPool: Patched, Consumer: minified } as unknown as PlatformaticKafka;
+    expect(source).not.toContain("kSplitLeaders");
+    expect(() => assertPlatformaticPatched(lib)).not.toThrow();
+  });
+
   it("a PlatformaticFeed (the embedded ConsumerService's path) refuses an unpatched library at start, before any request", async () => {
     class Unpatched {}
     // No broker listens on port 1: a request sent would fail with a connection error instead.
