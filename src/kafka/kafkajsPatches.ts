@@ -3,7 +3,8 @@
  * (patches/README.md): an unpatched KafkaJS 2.2.4 delivers aborted records under read_committed
  * and gets stuck behind a compacted empty batch, its offset commits can move a group's offset
  * backwards (patch 006), its header decoding is quadratic (patch 007), and it keeps using a
- * connection whose request timed out (patch 008). npm and pnpm install the patched copy bundled
+ * connection whose request timed out (patch 008), and it asks a silent broker for metadata as often
+ * as a healthy one (patch 013). npm and pnpm install the patched copy bundled
  * with the package; a package manager that ignores `bundleDependencies` (Yarn 2+) or a hand-made
  * install does not, and this check refuses to consume with it.
  */
@@ -182,6 +183,24 @@ function hasRequestTimeoutClose(): boolean {
 }
 
 /**
+ * Patch 013: the broker pool asks brokers whose connections look unhealthy for metadata and group
+ * coordinators after the others (visible in the pool's source). Without it a silent broker is asked
+ * one time in N, and each time costs a request timeout.
+ */
+function hasBrokerHealth(): boolean {
+  const BrokerPool = kafkajsModule<{
+    prototype: { byHealth?: unknown; findConnectedBroker: () => unknown; withBroker: () => unknown };
+  }>("cluster/brokerPool.js");
+  const Connection = kafkajsModule<{ prototype: { suspectSince?: unknown } }>("network/connection.js");
+  return (
+    typeof BrokerPool.prototype.byHealth === "function" &&
+    typeof Connection.prototype.suspectSince === "function" &&
+    BrokerPool.prototype.findConnectedBroker.toString().includes("this.byHealth(") &&
+    BrokerPool.prototype.withBroker.toString().includes("this.byHealth(")
+  );
+}
+
+/**
  * Checks that the loaded KafkaJS behaves as patched, by running the patched functions on a
  * fetch response built in memory (no broker).
  * @throws ReplayableError KAFKA naming the missing patches and how to install them.
@@ -197,6 +216,7 @@ export async function assertKafkajsPatched(): Promise<void> {
     if (!hasCommitGeneration()) missing.push("006 commit-generation");
     if (!hasRecordHeaders()) missing.push("007 record-headers");
     if (!hasRequestTimeoutClose()) missing.push("008 request-timeout");
+    if (!hasBrokerHealth()) missing.push("013 broker-health");
   } catch (error) {
     failure = error;
     missing.push("(the check itself failed: an unexpected KafkaJS version?)");
@@ -205,7 +225,7 @@ export async function assertKafkajsPatched(): Promise<void> {
   const path = require.resolve("kafkajs");
   throw new ReplayableError(
     "KAFKA",
-    `the KafkaJS loaded from ${path} lacks replayable's patches ${missing.join(", ")}: it can deliver aborted records under read_committed, stop at a compacted batch, not follow the memory budget's fetch sizes, commit an offset with a later group generation's id, block for minutes on a record with many headers, or keep using a connection whose request timed out. Install replayable with npm or pnpm (they install the patched copy it bundles), or, in a checkout, run \`npm ci\` (its postinstall applies patches/ with patch-package); see patches/README.md`,
+    `the KafkaJS loaded from ${path} lacks replayable's patches ${missing.join(", ")}: it can deliver aborted records under read_committed, stop at a compacted batch, not follow the memory budget's fetch sizes, commit an offset with a later group generation's id, block for minutes on a record with many headers, keep using a connection whose request timed out, or wait a request timeout on a silent broker for metadata. Install replayable with npm or pnpm (they install the patched copy it bundles), or, in a checkout, run \`npm ci\` (its postinstall applies patches/ with patch-package); see patches/README.md`,
     { cause: failure, context: { kafkajs: path, missing } },
   );
 }

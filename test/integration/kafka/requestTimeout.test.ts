@@ -24,6 +24,8 @@ interface ProtocolRequest {
 interface ConnectionPool {
   send(protocolRequest: ProtocolRequest): Promise<{ apiVersions: unknown[] }>;
   destroy(): Promise<void>;
+  /** Patch 013: since when the pool's connections look unhealthy, ms since the epoch, or null. */
+  suspectSince(): number | null;
 }
 const ConnectionPool = require("kafkajs/src/network/connectionPool.js") as new (
   options: object,
@@ -91,5 +93,44 @@ describe("KafkaJS request timeout (patch 008)", () => {
       .map((connection) => connection.id)
       .filter((id) => !first.includes(id));
     expect(second).toHaveLength(1);
+  });
+
+  it("patch 013: a request waiting a third of its request timeout makes the pool suspect from its send time; after it timed out, until a response arrives (the broker pool then asks that broker last)", async () => {
+    const [host, port] = (BROKERS[0] ?? "127.0.0.1:9092").split(":");
+    const proxy = await FaultProxy.start({
+      target: { host: host ?? "127.0.0.1", port: Number(port) },
+      name: "broker",
+    });
+    cleanups.push(() => proxy.close());
+    const pool = connectionPool(proxy);
+    const apiVersionsRequest = apiVersions.protocol({ version: 0 });
+    await pool.send(apiVersionsRequest());
+    expect(pool.suspectSince()).toBeNull();
+
+    proxy.silenceOpenConnections();
+    const sentAt = Date.now();
+    const waiting = pool.send(apiVersionsRequest());
+    const outcome = waiting.then(
+      () => "answered",
+      (error: Error) => error.name,
+    );
+    // Suspect once it has waited a third of the request timeout, well before it times out.
+    const deadline = Date.now() + REQUEST_TIMEOUT_MS;
+    while (pool.suspectSince() === null && Date.now() < deadline)
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    const stalledSince = pool.suspectSince();
+    expect(Date.now() - sentAt).toBeGreaterThanOrEqual(REQUEST_TIMEOUT_MS / 3 - 20);
+    expect(stalledSince).not.toBeNull();
+    expect(Math.abs(stalledSince! - sentAt)).toBeLessThan(200);
+
+    expect(await outcome).toBe("KafkaJSRequestTimeoutError");
+    // Timed out: suspect from the timeout on, with no request waiting any more.
+    const timedOutAt = pool.suspectSince();
+    expect(timedOutAt).not.toBeNull();
+    expect(timedOutAt!).toBeGreaterThanOrEqual(sentAt + REQUEST_TIMEOUT_MS - 50);
+
+    // A response (over the new connection) clears it.
+    await pool.send(apiVersionsRequest());
+    expect(pool.suspectSince()).toBeNull();
   });
 });
