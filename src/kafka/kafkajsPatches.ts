@@ -191,10 +191,12 @@ function hasBrokerHealth(): boolean {
   const BrokerPool = kafkajsModule<{
     prototype: { byHealth?: unknown; findConnectedBroker: () => unknown; withBroker: () => unknown };
   }>("cluster/brokerPool.js");
-  const Connection = kafkajsModule<{ prototype: { suspectSince?: unknown } }>("network/connection.js");
+  const suspectSince = (path: string) =>
+    typeof kafkajsModule<{ prototype: { suspectSince?: unknown } }>(path).prototype.suspectSince ===
+    "function";
   return (
     typeof BrokerPool.prototype.byHealth === "function" &&
-    typeof Connection.prototype.suspectSince === "function" &&
+    ["network/connection.js", "network/connectionPool.js", "broker/index.js"].every(suspectSince) &&
     BrokerPool.prototype.findConnectedBroker.toString().includes("this.byHealth(") &&
     BrokerPool.prototype.withBroker.toString().includes("this.byHealth(")
   );

@@ -21,8 +21,13 @@ interface ProtocolRequest {
   readonly request: unknown;
   readonly response: unknown;
 }
+interface Connection {
+  send(protocolRequest: ProtocolRequest): Promise<{ apiVersions: unknown[] }>;
+}
 interface ConnectionPool {
   send(protocolRequest: ProtocolRequest): Promise<{ apiVersions: unknown[] }>;
+  /** The pool's connection `index` (0: every request but Fetch; 1: Fetch), connected. */
+  getConnection(index: number): Promise<Connection>;
   destroy(): Promise<void>;
   /** Patch 013: since when the pool's connections look unhealthy, ms since the epoch, or null. */
   suspectSince(): number | null;
@@ -131,6 +136,37 @@ describe("KafkaJS request timeout (patch 008)", () => {
 
     // A response (over the new connection) clears it.
     await pool.send(apiVersionsRequest());
+    expect(pool.suspectSince()).toBeNull();
+  });
+
+  it("patch 013, regression: a response on any of the broker's connections clears the mark that a timeout on another one set (a broker whose fetch connection once timed out stayed suspect while it answered; break-it review)", async () => {
+    const [host, port] = (BROKERS[0] ?? "127.0.0.1:9092").split(":");
+    const proxy = await FaultProxy.start({
+      target: { host: host ?? "127.0.0.1", port: Number(port) },
+      name: "broker",
+    });
+    cleanups.push(() => proxy.close());
+    const pool = connectionPool(proxy);
+    const apiVersionsRequest = apiVersions.protocol({ version: 0 });
+    const general = await pool.getConnection(0);
+    await general.send(apiVersionsRequest());
+    const opened = proxy.connections().map((connection) => connection.id);
+    const fetchLane = await pool.getConnection(1);
+    await fetchLane.send(apiVersionsRequest());
+    const fetchLaneId = proxy
+      .connections()
+      .map((connection) => connection.id)
+      .find((id) => !opened.includes(id));
+    expect(fetchLaneId).toBeDefined();
+
+    // Only the fetch lane's connection goes silent: its request times out and marks the broker.
+    proxy.silenceOpenConnections((connection) => connection.id === fetchLaneId);
+    await expect(fetchLane.send(apiVersionsRequest())).rejects.toMatchObject({
+      name: "KafkaJSRequestTimeoutError",
+    });
+    expect(pool.suspectSince()).not.toBeNull();
+    // The broker answers on its other connection: no longer suspect.
+    await general.send(apiVersionsRequest());
     expect(pool.suspectSince()).toBeNull();
   });
 });

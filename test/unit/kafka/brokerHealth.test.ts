@@ -28,6 +28,14 @@ interface BrokerPool {
   withBroker<T>(callback: (args: { nodeId: string }) => Promise<T>): Promise<T | null>;
 }
 const BrokerPool = require("kafkajs/src/cluster/brokerPool.js") as new (options: object) => BrokerPool;
+/** KafkaJS's Connection, as far as its in-flight requests and patch 013's suspectSince. */
+interface KafkajsConnection {
+  requestQueue: {
+    inflight: Map<number, { sentAt: number; requestTimeout: number; entry: { apiKey: number } }>;
+  };
+  suspectSince(now?: number): number | null;
+}
+const Connection = require("kafkajs/src/network/connection.js") as new (options: object) => KafkajsConnection;
 const { createLogger, LEVELS } = require("kafkajs/src/loggers/index.js") as {
   createLogger: (options: { level: number; logCreator: () => () => void }) => unknown;
   LEVELS: { NOTHING: number };
@@ -98,5 +106,27 @@ describe("KafkaJS broker pool: unhealthy brokers last (patch 013)", () => {
       expect(order.slice(0, 2).sort()).toEqual(["2", "4"]);
       expect(order.slice(2)).toEqual(["3", "1"]);
     }
+  });
+
+  it("regression: a JoinGroup or SyncGroup the coordinator holds for the other members does not make the broker suspect; another request waiting a third of its timeout does (break-it review)", () => {
+    const connection = new Connection({
+      host: "127.0.0.1",
+      port: 1,
+      logger: createLogger({ level: LEVELS.NOTHING, logCreator: () => () => undefined }),
+      socketFactory: () => undefined,
+      requestTimeout: 30_000,
+      connectionTimeout: 1000,
+    });
+    const now = Date.now();
+    const inflight = connection.requestQueue.inflight;
+    // JoinGroup (11): request timeout rebalance + 5 s, held until the other members join.
+    inflight.set(1, { sentAt: now - 40_000, requestTimeout: 65_000, entry: { apiKey: 11 } });
+    // SyncGroup (14): held until the group leader sends the assignment.
+    inflight.set(2, { sentAt: now - 20_000, requestTimeout: 30_000, entry: { apiKey: 14 } });
+    expect(connection.suspectSince(now)).toBeNull();
+    // Metadata (3) waiting 20 s of 30.
+    inflight.set(3, { sentAt: now - 20_000, requestTimeout: 30_000, entry: { apiKey: 3 } });
+    expect(connection.suspectSince(now)).toBe(now - 20_000);
+    inflight.clear();
   });
 });
