@@ -92,8 +92,8 @@ export interface SetupOptions {
    * Also report, with the other problems, the config file's projections without a migrations
    * folder whose tables are missing from the database (those with one are checked after `migrate`);
    * only the named one's when the command is given a projection (flag, variable or the file's
-   * `projection`). `"with-other-problems"`: only when there are other problems to report anyway (for `migrate`,
-   * whose migrations may create those tables).
+   * `projection`). `"with-other-problems"`: only when there are other problems to report anyway
+   * (for `migrate`, whose migrations may create those tables).
    */
   readonly checkTables?: boolean | "with-other-problems";
 }
