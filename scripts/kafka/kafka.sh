@@ -124,10 +124,11 @@ fetch_jars() {
   if [ -f "$jars/.complete" ]; then return; fi
   log "fetching Kafka $version jars from Maven Central into $jars"
   mkdir -p "$jars"
-  # Maven's output goes to stderr: `kafka.sh jars` prints only the folder (callers capture it),
-  # and -Dstyle.color=never keeps colour codes out of it.
+  # Maven's output goes to stderr: `kafka.sh jars` prints only the folder (callers capture it).
+  # Maven 3.8 prints colour resets even with -Dstyle.color=never: sed takes them out (pipefail
+  # keeps Maven's exit status).
   mvn -q -B -Dstyle.color=never -f "$here/pom.xml" dependency:copy-dependencies \
-    -DincludeScope=runtime -DoutputDirectory="$jars" >&2
+    -DincludeScope=runtime -DoutputDirectory="$jars" 2>&1 | sed 's/\x1b\[[0-9;]*m//g' >&2
   ls "$jars"/kafka_2.13-"$version".jar >/dev/null
   touch "$jars/.complete"
 }
@@ -343,7 +344,7 @@ ours() {
 case "${1:-}" in
   up) up ;;
   stop) stop_all 30 ;;
-  down) stop_all 15; rm -rf "$data"; log "removed $data" ;;
+  down) stop_all 15; if [ -d "$data" ]; then rm -rf "$data"; log "removed $data"; fi ;;
   status)
     for i in $(seq 1 "$nodes"); do running "$i" || exit 1; done
     cluster_answers 5

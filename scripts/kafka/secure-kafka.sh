@@ -196,7 +196,7 @@ stop() {
 case "${1:-}" in
   up) up ;;
   stop) stop ;;
-  down) stop; rm -rf "$data"; log "removed $data" ;;
+  down) stop; if [ -d "$data" ]; then rm -rf "$data"; log "removed $data"; fi ;;
   status) running && answers 5 ;;
   client-cert)
     case "${2:-}" in '' | *[!a-zA-Z0-9._-]*) log "client-cert takes a name of a-z A-Z 0-9 . _ -, got '${2:-}'"; exit 2 ;; esac
