@@ -119,16 +119,16 @@ export async function configFrom(
   problems.unshift(...emptyFlagProblems(flags));
   const parsed = parseConfig(process.env, overrides, file);
   if (!parsed.ok) problems.push(...parsed.problems);
+  const given = (v: string | undefined) => v !== undefined && v !== "";
+  const sourceOf = (
+    v: "REPLAYABLE_PROJECTION" | "REPLAYABLE_GROUP_ID" | "REPLAYABLE_TOPICS",
+  ): SettingSource =>
+    given(overrides[v]) || given(process.env[v]) ? "named" : given(file?.values[v]) ? "file" : "default";
   const checkTables =
     options.checkTables === true || (options.checkTables === "with-other-problems" && problems.length > 0);
   if (parsed.ok && checkTables && configFile !== undefined) {
-    // A command given one projection (flag, variable or the file's setting) checks its tables only:
-    // another projection's missing table is no reason to refuse it.
-    const named = [overrides.REPLAYABLE_PROJECTION, process.env.REPLAYABLE_PROJECTION].some(
-      (v) => v !== undefined && v !== "",
-    );
-    const target =
-      named || file?.values.REPLAYABLE_PROJECTION !== undefined ? parsed.config.projection : undefined;
+    // A command given one projection checks its tables only: another's missing table is no reason to refuse it.
+    const target = sourceOf("REPLAYABLE_PROJECTION") === "default" ? undefined : parsed.config.projection;
     problems.push(
       ...(await tableProblems(
         parsed.config.databaseUrl,
@@ -148,11 +148,6 @@ export async function configFrom(
       "--database-url holds a password, and the command line of a process is readable by every local user (ps, /proc); put the URL in a file only you can read and name it with DATABASE_URL_FILE",
     );
   const projections = new ProjectionRegistry(configured);
-  const given = (v: string | undefined) => v !== undefined && v !== "";
-  const sourceOf = (
-    v: "REPLAYABLE_PROJECTION" | "REPLAYABLE_GROUP_ID" | "REPLAYABLE_TOPICS",
-  ): SettingSource =>
-    given(overrides[v]) || given(process.env[v]) ? "named" : given(file?.values[v]) ? "file" : "default";
   const sources = {
     projection: sourceOf("REPLAYABLE_PROJECTION"),
     group: sourceOf("REPLAYABLE_GROUP_ID"),

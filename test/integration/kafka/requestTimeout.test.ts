@@ -68,15 +68,20 @@ function connectionPool(proxy: FaultProxy): ConnectionPool {
   return pool;
 }
 
+/** A fault proxy in front of the test broker, and a KafkaJS connection pool through it. */
+async function proxiedPool(): Promise<{ proxy: FaultProxy; pool: ConnectionPool }> {
+  const [host, port] = (BROKERS[0] ?? "127.0.0.1:9092").split(":");
+  const proxy = await FaultProxy.start({
+    target: { host: host ?? "127.0.0.1", port: Number(port) },
+    name: "broker",
+  });
+  cleanups.push(() => proxy.close());
+  return { proxy, pool: connectionPool(proxy) };
+}
+
 describe("KafkaJS request timeout (patch 008)", () => {
   it("closes the connection whose request timed out; the next request goes over a new connection", async () => {
-    const [host, port] = (BROKERS[0] ?? "127.0.0.1:9092").split(":");
-    const proxy = await FaultProxy.start({
-      target: { host: host ?? "127.0.0.1", port: Number(port) },
-      name: "broker",
-    });
-    cleanups.push(() => proxy.close());
-    const pool = connectionPool(proxy);
+    const { proxy, pool } = await proxiedPool();
     const apiVersionsRequest = apiVersions.protocol({ version: 0 });
 
     const before = await pool.send(apiVersionsRequest());
@@ -101,13 +106,7 @@ describe("KafkaJS request timeout (patch 008)", () => {
   });
 
   it("patch 013: a request waiting a third of its request timeout makes the pool suspect from its send time; after it timed out, until a response arrives (the broker pool then asks that broker last)", async () => {
-    const [host, port] = (BROKERS[0] ?? "127.0.0.1:9092").split(":");
-    const proxy = await FaultProxy.start({
-      target: { host: host ?? "127.0.0.1", port: Number(port) },
-      name: "broker",
-    });
-    cleanups.push(() => proxy.close());
-    const pool = connectionPool(proxy);
+    const { proxy, pool } = await proxiedPool();
     const apiVersionsRequest = apiVersions.protocol({ version: 0 });
     await pool.send(apiVersionsRequest());
     expect(pool.suspectSince()).toBeNull();
@@ -140,13 +139,7 @@ describe("KafkaJS request timeout (patch 008)", () => {
   });
 
   it("patch 013, regression: a response on any of the broker's connections clears the mark that a timeout on another one set (a broker whose fetch connection once timed out stayed suspect while it answered; break-it review)", async () => {
-    const [host, port] = (BROKERS[0] ?? "127.0.0.1:9092").split(":");
-    const proxy = await FaultProxy.start({
-      target: { host: host ?? "127.0.0.1", port: Number(port) },
-      name: "broker",
-    });
-    cleanups.push(() => proxy.close());
-    const pool = connectionPool(proxy);
+    const { proxy, pool } = await proxiedPool();
     const apiVersionsRequest = apiVersions.protocol({ version: 0 });
     const general = await pool.getConnection(0);
     await general.send(apiVersionsRequest());
