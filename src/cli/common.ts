@@ -130,13 +130,7 @@ export async function configFrom(
     // A command given one projection checks its tables only: another's missing table is no reason to refuse it.
     const target = sourceOf("REPLAYABLE_PROJECTION") === "default" ? undefined : parsed.config.projection;
     problems.push(
-      ...(await tableProblems(
-        parsed.config.databaseUrl,
-        configured.filter(
-          (p) => p.migrationsFolder === undefined && (target === undefined || p.name === target),
-        ),
-        basename(configFile),
-      )),
+      ...(await unmigratedTableProblems(parsed.config.databaseUrl, configured, target, configFile)),
     );
   }
   if (problems.length > 0 || !parsed.ok) {
@@ -153,18 +147,61 @@ export async function configFrom(
     group: sourceOf("REPLAYABLE_GROUP_ID"),
     topics: sourceOf("REPLAYABLE_TOPICS"),
   };
-  const explicit = sources.projection === "named";
-  const fromFile = file?.values.REPLAYABLE_PROJECTION !== undefined;
-  // Where REPLAYABLE_PROJECTION came from, as parseConfig's problems say it.
-  const projectionSource = given(overrides.REPLAYABLE_PROJECTION)
-    ? " (from a command-line flag)"
-    : !given(process.env.REPLAYABLE_PROJECTION) && fromFile && file !== undefined
-      ? ` (from ${file.label}: ${file.names.REPLAYABLE_PROJECTION ?? "REPLAYABLE_PROJECTION"})`
-      : "";
-  const chosen = (group?: string) => {
-    if (explicit) return projections.get(config.projection, projectionSource);
+  const chosen = projectionChooser({
+    projections,
+    configured,
+    configFile,
+    name: config.projection,
+    explicit: sources.projection === "named",
+    fromFile: file?.values.REPLAYABLE_PROJECTION !== undefined,
+    // Where REPLAYABLE_PROJECTION came from, as parseConfig's problems say it.
+    source: given(overrides.REPLAYABLE_PROJECTION)
+      ? " (from a command-line flag)"
+      : !given(process.env.REPLAYABLE_PROJECTION) && file?.values.REPLAYABLE_PROJECTION !== undefined
+        ? ` (from ${file.label}: ${file.names.REPLAYABLE_PROJECTION ?? "REPLAYABLE_PROJECTION"})`
+        : "",
+  });
+  return { config, projections, configFile, sources, projection: chosen };
+}
+
+/**
+ * {@link tableProblems} for the config file's projections without a migrations folder: only
+ * `target`'s when a projection was named (flag, variable or the file's `projection`), else all.
+ */
+async function unmigratedTableProblems(
+  databaseUrl: string,
+  configured: readonly RegisteredProjection[],
+  target: string | undefined,
+  configFile: string,
+): Promise<string[]> {
+  const checked = configured.filter(
+    (p) => p.migrationsFolder === undefined && (target === undefined || p.name === target),
+  );
+  return tableProblems(databaseUrl, checked, basename(configFile));
+}
+
+/** What {@link projectionChooser} chooses from. */
+interface ProjectionChoice {
+  readonly projections: ProjectionRegistry;
+  readonly configured: readonly RegisteredProjection[];
+  readonly configFile: string | undefined;
+  /** REPLAYABLE_PROJECTION's value (or the default). */
+  readonly name: string;
+  /** Whether a flag or variable named the projection. */
+  readonly explicit: boolean;
+  /** Whether the config file names it (its `projection`, or its only projection). */
+  readonly fromFile: boolean;
+  /** Where the name came from, as parseConfig's problems say it (" (from a command-line flag)"). */
+  readonly source: string;
+}
+
+/** {@link CliSetup.projection}: the rule of its docstring over `choice`. */
+function projectionChooser(choice: ProjectionChoice): (group?: string) => RegisteredProjection {
+  const { projections, configured, configFile } = choice;
+  return (group?: string) => {
+    if (choice.explicit) return projections.get(choice.name, choice.source);
     if (group !== undefined && projections.has(group)) return projections.get(group);
-    if (fromFile) return projections.get(config.projection, projectionSource);
+    if (choice.fromFile) return projections.get(choice.name, choice.source);
     if (configured.length > 1)
       throw new ReplayableError(
         "CONFIG_INVALID",
@@ -175,9 +212,8 @@ export async function configFrom(
         "CONFIG_INVALID",
         `--projection: group ${group} is not the name of a projection (${projections.names().join(", ")}); say whose checkpoints to compare with --projection or REPLAYABLE_PROJECTION`,
       );
-    return projections.get(config.projection);
+    return projections.get(choice.name);
   };
-  return { config, projections, configFile, sources, projection: chosen };
 }
 
 /** The flags (commander's camelCase keys) that stand for a variable, a config-file setting or a default. */

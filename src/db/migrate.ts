@@ -111,56 +111,75 @@ export async function migrate(
   try {
     await advisoryLock(client, MIGRATION_LOCK);
     try {
-      const root = join(packageRoot(), "drizzle");
-      const db = drizzle(client);
-      const run = async (folder: string, table: string, what: string) => {
-        try {
-          await drizzleMigrate(db, {
-            migrationsFolder: folder,
-            migrationsSchema: MIGRATIONS_SCHEMA,
-            migrationsTable: table,
-          });
-        } catch (error) {
-          throw new ReplayableError(
-            "DATABASE",
-            `migrations of ${what} (${folder}) failed: ${errorMessage(error)}`,
-            {
-              cause: error,
-              context: { folder, table },
-            },
-          );
-        }
-      };
-      if ((await missingTables(client, [`${MIGRATIONS_SCHEMA}.${ENGINE_TABLE}`])).length === 0)
-        await run(root, ENGINE_TABLE, "replayable (0.1.x chain)");
-      await run(join(root, "engine"), ENGINE_TABLE, "replayable");
-      await run(join(root, "versions"), VERSIONS_TABLE, "replayable (blue/green versions)");
-      // Checks first, changes after: the versions' views need free names, the plain projections'
-      // migrations may make tables other projections need, then versions are created last.
-      const versioned = projections.filter((p) => p.versioned === true);
-      if (options.convertToVersioned !== true)
-        for (const projection of versioned) await refuseFirstVersionBlocked(client, projection);
-      for (const projection of projections) {
-        if (projection.versioned === true || projection.migrationsFolder === undefined) continue;
-        await run(
-          projection.migrationsFolder,
-          projectionMigrationsTable(projection.name),
-          `projection ${projection.name}`,
-        );
-      }
-      await options.beforeVersions?.(client);
-      for (const projection of versioned) {
-        const conversion =
-          options.convertToVersioned === true
-            ? await convertToVersioned(client, projection, options.groupId)
-            : undefined;
-        if (conversion !== undefined) options.onConverted?.(conversion);
-        else await ensureFirstVersion(client, projection, options.groupId);
-      }
+      await migrateLocked(client, projections, options);
     } finally {
       await advisoryUnlock(client, MIGRATION_LOCK);
     }
   } finally {
     client.release();
   }
+}
+
+/** {@link migrate}'s work, with the migration lock held on `client`. */
+async function migrateLocked(
+  client: pg.PoolClient,
+  projections: readonly MigratingProjection[],
+  options: MigrateOptions,
+): Promise<void> {
+  const root = join(packageRoot(), "drizzle");
+  const run = migrationRunner(client);
+  if ((await missingTables(client, [`${MIGRATIONS_SCHEMA}.${ENGINE_TABLE}`])).length === 0)
+    await run(root, ENGINE_TABLE, "replayable (0.1.x chain)");
+  await run(join(root, "engine"), ENGINE_TABLE, "replayable");
+  await run(join(root, "versions"), VERSIONS_TABLE, "replayable (blue/green versions)");
+  // Checks first, changes after: the versions' views need free names, the plain projections'
+  // migrations may make tables other projections need, then versions are created last.
+  const versioned = projections.filter((p) => p.versioned === true);
+  if (options.convertToVersioned !== true)
+    for (const projection of versioned) await refuseFirstVersionBlocked(client, projection);
+  for (const projection of projections) {
+    if (projection.versioned === true || projection.migrationsFolder === undefined) continue;
+    await run(
+      projection.migrationsFolder,
+      projectionMigrationsTable(projection.name),
+      `projection ${projection.name}`,
+    );
+  }
+  await options.beforeVersions?.(client);
+  for (const projection of versioned) {
+    const conversion =
+      options.convertToVersioned === true
+        ? await convertToVersioned(client, projection, options.groupId)
+        : undefined;
+    if (conversion !== undefined) options.onConverted?.(conversion);
+    else await ensureFirstVersion(client, projection, options.groupId);
+  }
+}
+
+/**
+ * Runs one folder's pending drizzle migrations on `client`, recorded in `table`.
+ * @throws ReplayableError DATABASE naming `what` and the folder.
+ */
+function migrationRunner(
+  client: pg.PoolClient,
+): (folder: string, table: string, what: string) => Promise<void> {
+  const db = drizzle(client);
+  return async (folder, table, what) => {
+    try {
+      await drizzleMigrate(db, {
+        migrationsFolder: folder,
+        migrationsSchema: MIGRATIONS_SCHEMA,
+        migrationsTable: table,
+      });
+    } catch (error) {
+      throw new ReplayableError(
+        "DATABASE",
+        `migrations of ${what} (${folder}) failed: ${errorMessage(error)}`,
+        {
+          cause: error,
+          context: { folder, table },
+        },
+      );
+    }
+  };
 }

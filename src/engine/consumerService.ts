@@ -166,16 +166,7 @@ export class ConsumerService {
     this.topics = config.topics.length > 0 ? config.topics : projection.defaultTopics;
     initialiseMetrics(this.metrics, this.topics);
     [this.pool, this.probePool, this.lockPool] = createPools(config, projection.name, log);
-    this.lock = new ProjectionLockSession({
-      pool: this.lockPool,
-      projection: projection.name,
-      retry: { initialMs: config.retryInitialMs, maxMs: config.retryMaxMs },
-      checkIntervalMs: config.dbLockCheckIntervalMs,
-      keepAliveMs: config.dbKeepAliveMs,
-      signal: this.abort.signal,
-      onMustStop: (error) => this.fail(error),
-      log,
-    });
+    this.lock = this.createLock();
     const kafka = createKafka({
       brokers: config.kafka.brokers,
       clientId: config.kafka.clientId,
@@ -199,14 +190,7 @@ export class ConsumerService {
       projection: projection.name,
       log,
     });
-    this.progress = new ProgressReporter({
-      intervalMs: config.progressIntervalMs,
-      log,
-      totals: () => ({ ...this.totals }),
-      remainingLag: () => this.lagMonitor.remainingLag(),
-      logPassed: () => this.lagMonitor.logPassed(),
-      ...versionContext(projection, this.pool),
-    });
+    this.progress = this.createProgress();
     if (this.dlq !== undefined)
       this.dlqForwarder = new DeadLetterForwarder({
         sink: this.dlq,
@@ -220,6 +204,37 @@ export class ConsumerService {
     this.runTransaction = this.transactionRunner(undefined);
     this.observe(this.events);
     this.member = this.createMember(kafka);
+  }
+
+  /**
+   * The projection's advisory lock session on its own pool (REPLAYABLE_DB_LOCK_CHECK_INTERVAL_MS,
+   * REPLAYABLE_DB_KEEPALIVE_MS): losing the lock for good stops the member.
+   */
+  private createLock(): ProjectionLockSession {
+    const { config, projection } = this.options;
+    return new ProjectionLockSession({
+      pool: this.lockPool,
+      projection: projection.name,
+      retry: { initialMs: config.retryInitialMs, maxMs: config.retryMaxMs },
+      checkIntervalMs: config.dbLockCheckIntervalMs,
+      keepAliveMs: config.dbKeepAliveMs,
+      signal: this.abort.signal,
+      onMustStop: (error) => this.fail(error),
+      log: this.log,
+    });
+  }
+
+  /** `run`'s progress line (REPLAYABLE_PROGRESS_INTERVAL_MS), with a blue/green version's context. */
+  private createProgress(): ProgressReporter {
+    const { config, projection } = this.options;
+    return new ProgressReporter({
+      intervalMs: config.progressIntervalMs,
+      log: this.log,
+      totals: () => ({ ...this.totals }),
+      remainingLag: () => this.lagMonitor.remainingLag(),
+      logPassed: () => this.lagMonitor.logPassed(),
+      ...versionContext(projection, this.pool),
+    });
   }
 
   /**

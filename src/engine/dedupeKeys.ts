@@ -23,63 +23,10 @@ export const MAX_EVENT_ID_LENGTH = 512;
  *   the header were absent (a null value and an empty one are both "no id").
  */
 export function extractEventId(record: KafkaRecord, key: Exclude<DedupeKey, { kind: "offset" }>): string {
-  let id: unknown;
-  let where: string;
-  if ("header" in key) {
-    where = `header ${key.header}`;
-    const values = headerValues(record, key.header);
-    const raw = values[0];
-    if (values.some((v) => (v === null || raw === null || raw === undefined ? v !== raw : !v.equals(raw)))) {
-      throw new PermanentRecordError(
-        "EVENT_ID_MISSING",
-        `${where} is sent ${values.length} times with different values: the producer must send one id per record`,
-      );
-    }
-    if (raw === null) {
-      throw new PermanentRecordError(
-        "EVENT_ID_MISSING",
-        `${where} has a null value: every record needs a non-empty event id`,
-      );
-    }
-    if (raw !== undefined && !isUtf8(raw)) {
-      throw new PermanentRecordError("EVENT_ID_MISSING", `${where} is not valid UTF-8`);
-    }
-    id = raw?.toString("utf8");
-  } else {
-    where = `JSON field "${key.field}"`;
-    if (record.value === null)
-      throw new PermanentRecordError(
-        "EVENT_ID_MISSING",
-        `record has a null value (a tombstone), so it has no ${where}: every record needs a non-empty event id`,
-      );
-    // JSON text is UTF-8 (RFC 8259 §8.1). Decoded lossily, a broken byte would become U+FFFD in the
-    // id, and the valid record whose id holds that character would then meet it as a reused id.
-    if (!isUtf8(record.value))
-      throw new PermanentRecordError(
-        "DECODE_FAILED",
-        `value is not valid UTF-8, so it is not JSON and its ${where} cannot be read`,
-      );
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(record.value.toString("utf8"));
-    } catch (error) {
-      // The value itself is broken, not its id: the decode failure, with the parser's message.
-      throw new PermanentRecordError(
-        "DECODE_FAILED",
-        `value is not JSON (${error instanceof Error ? error.message : String(error)}), so its ${where} cannot be read`,
-      );
-    }
-    id =
-      typeof parsed === "object" && parsed !== null
-        ? (parsed as Record<string, unknown>)[key.field]
-        : undefined;
-    if (typeof id === "number") {
-      throw new PermanentRecordError(
-        "EVENT_ID_MISSING",
-        `${where} is a JSON number; send it as a string so it is kept exactly (numbers above 2^53 lose digits)`,
-      );
-    }
-  }
+  const { id, where } =
+    "header" in key
+      ? { id: headerEventId(record, key.header), where: `header ${key.header}` }
+      : { id: fieldEventId(record, key.field), where: `JSON field "${key.field}"` };
   if (typeof id !== "string" || id.length === 0) {
     throw new PermanentRecordError(
       "EVENT_ID_MISSING",
@@ -90,6 +37,74 @@ export function extractEventId(record: KafkaRecord, key: Exclude<DedupeKey, { ki
   if (unstorable !== undefined) throw new PermanentRecordError("EVENT_ID_MISSING", `${where} ${unstorable}`);
   if (id.length > MAX_EVENT_ID_LENGTH) {
     throw new PermanentRecordError("EVENT_ID_MISSING", `${where} is over ${MAX_EVENT_ID_LENGTH} characters`);
+  }
+  return id;
+}
+
+/**
+ * The text of header `name` of `record`, undefined when absent ({@link extractEventId} checks the rest).
+ * @throws PermanentRecordError `EVENT_ID_MISSING` when it is sent several times with different
+ *   values, has a null value, or is not valid UTF-8.
+ */
+function headerEventId(record: KafkaRecord, name: string): string | undefined {
+  const where = `header ${name}`;
+  const values = headerValues(record, name);
+  const raw = values[0];
+  if (values.some((v) => (v === null || raw === null || raw === undefined ? v !== raw : !v.equals(raw)))) {
+    throw new PermanentRecordError(
+      "EVENT_ID_MISSING",
+      `${where} is sent ${values.length} times with different values: the producer must send one id per record`,
+    );
+  }
+  if (raw === null) {
+    throw new PermanentRecordError(
+      "EVENT_ID_MISSING",
+      `${where} has a null value: every record needs a non-empty event id`,
+    );
+  }
+  if (raw !== undefined && !isUtf8(raw)) {
+    throw new PermanentRecordError("EVENT_ID_MISSING", `${where} is not valid UTF-8`);
+  }
+  return raw?.toString("utf8");
+}
+
+/**
+ * Field `field` of `record`'s JSON value, whatever its type (undefined when absent or the value is
+ * not an object; {@link extractEventId} checks the rest).
+ * @throws PermanentRecordError `EVENT_ID_MISSING` for a tombstone or a JSON number; `DECODE_FAILED`
+ *   when the value is not valid UTF-8 or not JSON.
+ */
+function fieldEventId(record: KafkaRecord, field: string): unknown {
+  const where = `JSON field "${field}"`;
+  if (record.value === null)
+    throw new PermanentRecordError(
+      "EVENT_ID_MISSING",
+      `record has a null value (a tombstone), so it has no ${where}: every record needs a non-empty event id`,
+    );
+  // JSON text is UTF-8 (RFC 8259 §8.1). Decoded lossily, a broken byte would become U+FFFD in the
+  // id, and the valid record whose id holds that character would then meet it as a reused id.
+  if (!isUtf8(record.value))
+    throw new PermanentRecordError(
+      "DECODE_FAILED",
+      `value is not valid UTF-8, so it is not JSON and its ${where} cannot be read`,
+    );
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(record.value.toString("utf8"));
+  } catch (error) {
+    // The value itself is broken, not its id: the decode failure, with the parser's message.
+    throw new PermanentRecordError(
+      "DECODE_FAILED",
+      `value is not JSON (${error instanceof Error ? error.message : String(error)}), so its ${where} cannot be read`,
+    );
+  }
+  const id =
+    typeof parsed === "object" && parsed !== null ? (parsed as Record<string, unknown>)[field] : undefined;
+  if (typeof id === "number") {
+    throw new PermanentRecordError(
+      "EVENT_ID_MISSING",
+      `${where} is a JSON number; send it as a string so it is kept exactly (numbers above 2^53 lose digits)`,
+    );
   }
   return id;
 }

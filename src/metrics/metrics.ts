@@ -48,6 +48,7 @@ export function createMetrics(options: { registry?: Registry; processMetrics?: b
     ...recordMetrics(registers),
     ...transactionMetrics(registers),
     ...partitionMetrics(registers),
+    ...groupMetrics(registers),
     ...memoryPlanMetrics(registers),
   };
 }
@@ -128,20 +129,10 @@ function transactionMetrics(
   };
 }
 
-/** Each assigned partition (lag, checkpoint, its gap to the committed offset, stalls) and the member's group (rebalances, partitions assigned and paused, event ids recorded). */
+/** Each assigned partition: lag, checkpoint, its gap to the committed offset, stalls. */
 function partitionMetrics(
   registers: Registry[],
-): Pick<
-  Metrics,
-  | "lag"
-  | "checkpoint"
-  | "checkpointCommitGap"
-  | "partitionStalled"
-  | "rebalances"
-  | "assignedPartitions"
-  | "pausedPartitions"
-  | "eventIds"
-> {
+): Pick<Metrics, "lag" | "checkpoint" | "checkpointCommitGap" | "partitionStalled"> {
   return {
     lag: new Gauge({
       name: "replayable_consumer_lag_records",
@@ -167,6 +158,14 @@ function partitionMetrics(
       labelNames: ["topic", "partition"] as const,
       registers,
     }),
+  };
+}
+
+/** The member's group: rebalances, partitions assigned and paused, event ids recorded. */
+function groupMetrics(
+  registers: Registry[],
+): Pick<Metrics, "rebalances" | "assignedPartitions" | "pausedPartitions" | "eventIds"> {
+  return {
     rebalances: new Counter({
       name: "replayable_rebalances_total",
       help: "Times this member (re)joined the consumer group and received an assignment.",

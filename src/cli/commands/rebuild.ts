@@ -204,6 +204,12 @@ function report(outcome: RebuildOutcome, output: "table" | "json"): void {
     );
     return;
   }
+  reportTable(outcome);
+}
+
+/** {@link report}'s table output of a dry run or an executed rebuild. */
+function reportTable(outcome: Exclude<RebuildOutcome, { kind: "refused" }>): void {
+  const { plan } = outcome;
   const out = (line: string) => process.stdout.write(`${line}\n`);
   out(
     outcome.kind === "dry-run"

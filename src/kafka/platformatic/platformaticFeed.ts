@@ -186,29 +186,7 @@ export class PlatformaticFeed implements Feed {
       if (this.stopRequested) return;
       this.lib = lib;
       const { options } = this;
-      const consumer = new lib.Consumer({
-        clientId: options.clientId,
-        bootstrapBrokers: [...options.brokers],
-        ...options.security,
-        groupId: options.groupId,
-        sessionTimeout: options.sessionTimeoutMs,
-        rebalanceTimeout: Math.max(options.sessionTimeoutMs * 2, 60_000),
-        heartbeatInterval: options.heartbeatIntervalMs,
-        // Per request, on every connection (KafkaJS's requestTimeout; the library's default). A
-        // JoinGroup gets no longer (the Java client gives it the rebalance timeout + 5 s): one that
-        // waits longer for the other members times out, and the library joins again. (The option
-        // `timeout` is the time limit the library's admin and producer send to the broker; no
-        // request of the consumer carries one.)
-        requestTimeout: 30_000,
-        retries: 3,
-        retryDelay: 300,
-        metadataMaxAge: 30_000,
-        autocommit: false,
-        isolationLevel: lib.FetchIsolationLevels.READ_COMMITTED,
-        maxWaitTime: FETCH_MAX_WAIT_MS,
-        minBytes: 1,
-        maxBytes: this.limits.maxBytes,
-      });
+      const consumer = this.createConsumer(lib);
       this.consumer = consumer;
       this.commits = new OffsetCommits({
         consumer: generationCommitter(lib, consumer),
@@ -237,6 +215,37 @@ export class PlatformaticFeed implements Feed {
       await this.join(true);
     })();
     return this.started;
+  }
+
+  /**
+   * The library's consumer with the member's settings (timeouts, read_committed, the budget's
+   * fetch size); autocommit off (offsets are committed after the transaction, docs/design.md).
+   */
+  private createConsumer(lib: PlatformaticKafka): Consumer {
+    const { options } = this;
+    return new lib.Consumer({
+      clientId: options.clientId,
+      bootstrapBrokers: [...options.brokers],
+      ...options.security,
+      groupId: options.groupId,
+      sessionTimeout: options.sessionTimeoutMs,
+      rebalanceTimeout: Math.max(options.sessionTimeoutMs * 2, 60_000),
+      heartbeatInterval: options.heartbeatIntervalMs,
+      // Per request, on every connection (KafkaJS's requestTimeout; the library's default). A
+      // JoinGroup gets no longer (the Java client gives it the rebalance timeout + 5 s): one that
+      // waits longer for the other members times out, and the library joins again. (The option
+      // `timeout` is the time limit the library's admin and producer send to the broker; no
+      // request of the consumer carries one.)
+      requestTimeout: 30_000,
+      retries: 3,
+      retryDelay: 300,
+      metadataMaxAge: 30_000,
+      autocommit: false,
+      isolationLevel: lib.FetchIsolationLevels.READ_COMMITTED,
+      maxWaitTime: FETCH_MAX_WAIT_MS,
+      minBytes: 1,
+      maxBytes: this.limits.maxBytes,
+    });
   }
 
   /** {@inheritDoc Feed.stop} */
@@ -749,45 +758,7 @@ export class PlatformaticFeed implements Feed {
     const lib = this.lib!;
     const log = this.options.log;
     if (lib.findErrorBy(error as Error, "apiId", "OFFSET_OUT_OF_RANGE") !== null) {
-      const response = responseOf(error);
-      for (const topicResponse of response?.responses ?? []) {
-        const topic = topicNames.get(topicResponse.topicId);
-        if (topic === undefined) continue;
-        for (const pr of topicResponse.partitions) {
-          if (pr.errorCode !== OFFSET_OUT_OF_RANGE_CODE) continue;
-          const key = partitionKey(topic, pr.partitionIndex);
-          const p = state.partitions.get(key);
-          if (p === undefined || p.position !== requested.get(key)) continue;
-          let logStart = pr.logStartOffset;
-          if (logStart < 0n) {
-            try {
-              const offsets = await this.consumer!.listOffsets({
-                topics: [topic],
-                partitions: { [topic]: [p.partition] },
-                timestamp: lib.ListOffsetTimestamps.EARLIEST,
-              });
-              logStart = offsets.get(topic)?.[p.partition] ?? -1n;
-            } catch (listError) {
-              log.warn(
-                { err: listError, topic, partition: p.partition },
-                "listing the log start offset failed",
-              );
-            }
-          }
-          if (!state.active || logStart < 0n) continue;
-          log.warn(
-            {
-              topic,
-              partition: p.partition,
-              fetchOffset: p.position?.toString(),
-              logStartOffset: logStart.toString(),
-              highWatermark: pr.highWatermark.toString(),
-            },
-            "OFFSET_OUT_OF_RANGE: the fetch offset is not in the log (records deleted by retention, or the topic truncated or recreated); fetching again from the log start offset",
-          );
-          p.position = logStart;
-        }
-      }
+      await this.onOffsetOutOfRange(state, topicNames, requested, error);
       return;
     }
     // The library refreshes its metadata after some fetch errors only (not UNKNOWN_TOPIC_OR_PARTITION).
@@ -812,6 +783,58 @@ export class PlatformaticFeed implements Feed {
       { err: error, partitions: partitions.map((p) => p.key) },
       "fetch failed; fetching these partitions again after a back-off",
     );
+  }
+
+  /**
+   * {@link onFetchError}'s OFFSET_OUT_OF_RANGE: each partition the response names, still at the
+   * requested offset in an active generation, moves to its log start offset (from the response, or
+   * listed when the response has none), with a warning.
+   */
+  private async onOffsetOutOfRange(
+    state: Generation,
+    topicNames: Map<string, string>,
+    requested: Map<PartitionKey, bigint>,
+    error: unknown,
+  ): Promise<void> {
+    for (const topicResponse of responseOf(error)?.responses ?? []) {
+      const topic = topicNames.get(topicResponse.topicId);
+      if (topic === undefined) continue;
+      for (const pr of topicResponse.partitions) {
+        if (pr.errorCode !== OFFSET_OUT_OF_RANGE_CODE) continue;
+        const key = partitionKey(topic, pr.partitionIndex);
+        const p = state.partitions.get(key);
+        if (p === undefined || p.position !== requested.get(key)) continue;
+        const logStart =
+          pr.logStartOffset >= 0n ? pr.logStartOffset : await this.listLogStart(topic, p.partition);
+        if (!state.active || logStart < 0n) continue;
+        this.options.log.warn(
+          {
+            topic,
+            partition: p.partition,
+            fetchOffset: p.position?.toString(),
+            logStartOffset: logStart.toString(),
+            highWatermark: pr.highWatermark.toString(),
+          },
+          "OFFSET_OUT_OF_RANGE: the fetch offset is not in the log (records deleted by retention, or the topic truncated or recreated); fetching again from the log start offset",
+        );
+        p.position = logStart;
+      }
+    }
+  }
+
+  /** The log start offset of `topic`/`partition` listed from the broker; -1n (with a warning) when that fails. */
+  private async listLogStart(topic: string, partition: number): Promise<bigint> {
+    try {
+      const offsets = await this.consumer!.listOffsets({
+        topics: [topic],
+        partitions: { [topic]: [partition] },
+        timestamp: this.lib!.ListOffsetTimestamps.EARLIEST,
+      });
+      return offsets.get(topic)?.[partition] ?? -1n;
+    } catch (listError) {
+      this.options.log.warn({ err: listError, topic, partition }, "listing the log start offset failed");
+      return -1n;
+    }
   }
 
   /** True when `error` holds one of the protocol errors `fatal`, or the library says no retry can help. */

@@ -11,7 +11,14 @@
  * removed before the client goes back to the pool. Nothing of `pg` is patched globally, and a
  * tracer provider the library user passes gets the same spans without any instrumentation set up.
  */
-import { SpanKind, SpanStatusCode, type Attributes, type Context, type Tracer } from "@opentelemetry/api";
+import {
+  SpanKind,
+  SpanStatusCode,
+  type Attributes,
+  type Context,
+  type Span,
+  type Tracer,
+} from "@opentelemetry/api";
 import {
   ATTR_DB_NAMESPACE,
   ATTR_DB_OPERATION_NAME,
@@ -62,11 +69,7 @@ export function traceQueries(client: pg.PoolClient, tracer: Tracer, parent: Cont
   const target = client as unknown as { query: Query };
   const original = target.query;
   const own = Object.getOwnPropertyDescriptor(target, "query");
-  const connection = client as unknown as ClientConnection;
-  const base: Attributes = { [ATTR_DB_SYSTEM_NAME]: DB_SYSTEM_NAME_VALUE_POSTGRESQL };
-  if (connection.database !== undefined) base[ATTR_DB_NAMESPACE] = connection.database;
-  if (connection.host !== undefined) base[ATTR_SERVER_ADDRESS] = connection.host;
-  if (connection.port !== undefined) base[ATTR_SERVER_PORT] = connection.port;
+  const base = connectionAttributes(client);
   target.query = function tracedQuery(this: unknown, ...args: unknown[]): unknown {
     const first = args[0] as string | { text?: unknown; submit?: unknown } | undefined;
     if (
@@ -92,13 +95,7 @@ export function traceQueries(client: pg.PoolClient, tracer: Tracer, parent: Cont
       { kind: SpanKind.CLIENT, attributes },
       parent,
     );
-    const failed = (error: unknown) => {
-      const code = (error as { code?: unknown } | null)?.code;
-      if (typeof code === "string") span.setAttribute(ATTR_DB_RESPONSE_STATUS_CODE, code);
-      span.setAttribute(ATTR_ERROR_TYPE, typeof code === "string" ? code : "_OTHER");
-      span.setStatus({ code: SpanStatusCode.ERROR, message: errorMessage(error) });
-      span.end();
-    };
+    const failed = (error: unknown) => endFailed(span, error);
     let result: unknown;
     try {
       result = original.apply(this, args);
@@ -122,6 +119,25 @@ export function traceQueries(client: pg.PoolClient, tracer: Tracer, parent: Cont
     else delete (target as Partial<typeof target>).query;
     return untraced;
   };
+}
+
+/** The attributes of every statement span of `client`: the system, and its database, host and port when known. */
+function connectionAttributes(client: pg.PoolClient): Attributes {
+  const connection = client as unknown as ClientConnection;
+  const base: Attributes = { [ATTR_DB_SYSTEM_NAME]: DB_SYSTEM_NAME_VALUE_POSTGRESQL };
+  if (connection.database !== undefined) base[ATTR_DB_NAMESPACE] = connection.database;
+  if (connection.host !== undefined) base[ATTR_SERVER_ADDRESS] = connection.host;
+  if (connection.port !== undefined) base[ATTR_SERVER_PORT] = connection.port;
+  return base;
+}
+
+/** Ends `span` as failed by `error`: its SQLSTATE (`db.response.status_code`, `error.type`) when it has one. */
+function endFailed(span: Span, error: unknown): void {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code === "string") span.setAttribute(ATTR_DB_RESPONSE_STATUS_CODE, code);
+  span.setAttribute(ATTR_ERROR_TYPE, typeof code === "string" ? code : "_OTHER");
+  span.setStatus({ code: SpanStatusCode.ERROR, message: errorMessage(error) });
+  span.end();
 }
 
 /**
