@@ -12,6 +12,7 @@ export const ENGINE_TABLES: readonly string[] = [
   "replayable.processed_events",
   "replayable.dead_letters",
   "replayable.rebuilds",
+  "replayable.projection_topics",
 ];
 
 /**

@@ -28,14 +28,16 @@ const ENGINE: Record<Exclude<Work, "migrate">, Record<string, readonly string[]>
     processed_events: ["SELECT", "INSERT"],
     dead_letters: ["SELECT", "INSERT", "UPDATE"],
     rebuilds: ["SELECT"],
+    projection_topics: ["SELECT", "INSERT"],
   },
   rebuild: {
     checkpoints: ["SELECT", "INSERT", "UPDATE", "DELETE"],
     processed_events: ["SELECT", "INSERT", "DELETE"],
     dead_letters: ["SELECT", "INSERT", "UPDATE"],
     rebuilds: ["SELECT", "INSERT"],
+    projection_topics: ["SELECT", "INSERT"],
   },
-  prune: { processed_events: ["SELECT", "DELETE"] },
+  prune: { processed_events: ["SELECT", "DELETE"], projection_topics: ["SELECT"] },
 };
 const SEQUENCES: Record<Exclude<Work, "migrate">, readonly string[]> = {
   apply: ["dead_letters_id_seq"],

@@ -54,6 +54,22 @@ export const checkpoints = replayableSchema.table(
 );
 
 /**
+ * Per (projection, topic): a topic a member of the projection consumed, recorded by `run` before
+ * it reads any record. The projection's topics are then known to `prune`, `status` and `rebuild`
+ * even before a record of the topic was applied (no checkpoint) or committed (no committed offset):
+ * `prune` must see every record of them read before it deletes an event id (docs/replay.md "prune").
+ */
+export const projectionTopics = replayableSchema.table(
+  "projection_topics",
+  {
+    projection: text("projection").notNull(),
+    topic: text("topic").notNull(),
+    firstConsumedAt: timestamp("first_consumed_at", { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.projection, t.topic] })],
+);
+
+/**
  * Event ids a projection has seen (dedupe key `event-id`), with where each was first seen
  * and a SHA-256 of its value, so a reused id with a different payload is told apart from a redelivery.
  */

@@ -27,6 +27,7 @@ import { withBindings } from "../logger.js";
 import { createMetrics, initialiseMetrics, type Metrics } from "../metrics/metrics.js";
 import { startHttpServer, type HttpServer, type Readiness } from "../metrics/server.js";
 import type { DuplicateKeyKind, Projection } from "../projection.js";
+import { recordProjectionTopics } from "../sql/projectionTopics.js";
 import { readCheckpoints } from "../sql/readCheckpoints.js";
 import type { Assignment, TopicPartition } from "../topicPartition.js";
 import { checkpointAheadOfLog } from "./checkpointAheadOfLog.js";
@@ -437,25 +438,9 @@ export class ConsumerService {
       // Holding the shared lock: a conversion to versioned (which takes it exclusively) is either
       // done, and seen here, or cannot start until this member stops.
       await this.refuseIfVersioned();
-      if (this.options.http !== false) {
-        this.http = await startHttpServer({
-          host: config.metrics.host,
-          port: config.metrics.port,
-          registry: this.metrics.registry,
-          readiness: () => this.readiness(),
-          webConfigFile: config.metrics.webConfigFile,
-        });
-        const { scheme, basicAuth, port } = this.http;
-        log.info(
-          { host: config.metrics.host, scheme, basicAuth, port },
-          "serving /metrics, /healthz, /readyz",
-        );
-        if (basicAuth && scheme === "http")
-          log.warn(
-            { setting: "REPLAYABLE_METRICS_WEB_CONFIG_FILE" },
-            "basic_auth_users without tls_server_config: the passwords cross the network in clear text; add tls_server_config",
-          );
-      }
+      if (this.options.http !== false) await this.startHttp();
+      // Before any record is read: prune, status and rebuild then know every topic it consumes.
+      await recordProjectionTopics(this.pool, this.options.projection.name, this.topics);
       // Counted before the first batch, so the gauge starts exact (see EventIdGauge).
       await this.eventIdGauge.start();
       await this.dlq?.start();
@@ -467,6 +452,26 @@ export class ConsumerService {
       log.info({ topics: this.topics }, "consumer started");
     })();
     return this.started;
+  }
+
+  /** Serves /metrics, /healthz and /readyz (REPLAYABLE_METRICS_*), warning of basic auth over plain HTTP. */
+  private async startHttp(): Promise<void> {
+    const { config } = this.options;
+    const log = this.log;
+    this.http = await startHttpServer({
+      host: config.metrics.host,
+      port: config.metrics.port,
+      registry: this.metrics.registry,
+      readiness: () => this.readiness(),
+      webConfigFile: config.metrics.webConfigFile,
+    });
+    const { scheme, basicAuth, port } = this.http;
+    log.info({ host: config.metrics.host, scheme, basicAuth, port }, "serving /metrics, /healthz, /readyz");
+    if (basicAuth && scheme === "http")
+      log.warn(
+        { setting: "REPLAYABLE_METRICS_WEB_CONFIG_FILE" },
+        "basic_auth_users without tls_server_config: the passwords cross the network in clear text; add tls_server_config",
+      );
   }
 
   /**

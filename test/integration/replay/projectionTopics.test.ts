@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { projectionTopics } from "../../../src/replay/projectionTopics.js";
+import { recordProjectionTopics } from "../../../src/sql/projectionTopics.js";
 import { uniqueName, useStack } from "../../helpers/stack.js";
 
 const stack = useStack();
@@ -29,5 +30,15 @@ describe("projectionTopics", () => {
     expect(await projectionTopics(stack.admin, stack.db.pool, projection, group, [])).toEqual(
       [own, checkpointed].sort(),
     );
+  });
+
+  it("adds the topics a member of the projection consumed, with no record applied or committed there yet", async () => {
+    const consumed = uniqueName("consumed");
+    const fallback = uniqueName("default");
+    const projection = { name: uniqueName("p"), defaultTopics: [fallback] };
+    const group = uniqueName("g");
+    await recordProjectionTopics(stack.db.pool, projection.name, [consumed]);
+    await recordProjectionTopics(stack.db.pool, projection.name, [consumed]);
+    expect(await projectionTopics(stack.admin, stack.db.pool, projection, group, [])).toEqual([consumed]);
   });
 });

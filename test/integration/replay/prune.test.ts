@@ -8,7 +8,7 @@ import { produceRecords, type ProducerRecord } from "../../../src/kafka/producer
 import { ledgerChecksumOf, produceLedger } from "../../helpers/ledger.js";
 import { runCli, scrapeMetric, startCli } from "../../helpers/process.js";
 import { cliJson, runArgs, runUntilRead } from "../../helpers/replay.js";
-import { BROKERS, testKafka, uniqueName, useStack } from "../../helpers/stack.js";
+import { BROKERS, testKafka, uniqueName, useStack, waitFor } from "../../helpers/stack.js";
 
 const stack = useStack();
 
@@ -225,6 +225,50 @@ describe("prune and unread records", () => {
       member.child.kill("SIGTERM");
       await member.exited;
     }
+  });
+
+  it("reads a topic the projection consumes that has no checkpoint or committed offset yet before pruning an id", async () => {
+    // Regression (break-it review): prune knew a projection's topics only from the group's
+    // committed offsets and the checkpoints; a consumed topic still empty at the last run had
+    // neither, so a re-send waiting there went unseen, its id was pruned and the re-send applied.
+    const first = uniqueName("prune-first");
+    const later = uniqueName("prune-later");
+    const group = uniqueName("g");
+    const account = uniqueName("acct");
+    const e1 = `${account}-1`;
+    await stack.admin.createTopic(first, 1);
+    await stack.admin.createTopic(later, 1);
+    await produceRecords(testKafka(), first, [
+      credit(account, e1, 0),
+      credit(account, `${account}-2`, 0),
+      credit(account, `${account}-3`, 0),
+    ]);
+    const args = runArgs(stack.db.url, first, group);
+    args.splice(args.indexOf(first) + 1, 0, later);
+    const member = startCli(args);
+    try {
+      const port = await member.metricsPort();
+      await waitFor("the member to apply 3 records", async () =>
+        (await scrapeMetric(port, "replayable_records_applied_total", { topic: first })) >= 3
+          ? true
+          : undefined,
+      );
+    } finally {
+      member.child.kill("SIGTERM");
+      expect(await member.exited, member.stderr()).toEqual({ code: 0, signal: null });
+    }
+    expect(await balance(account)).toBe("30");
+    // The producer re-sends e1 to the other topic; e1's first record goes (retention).
+    await produceRecords(testKafka(), later, [credit(account, e1, 0)]);
+    await stack.admin.deleteRecords(first, [{ partition: 0, offset: "1" }]);
+
+    const env = { KAFKA_BROKERS: BROKERS.join(","), REPLAYABLE_GROUP_ID: group };
+    const prune = ["prune", "--projection", "ledger", "--database-url", stack.db.url, "--execute"];
+    const refused = await runCli(prune, env);
+    expect(refused.code, refused.stdout).toBe(1);
+    expect(refused.stderr).toContain(`${later}:0`);
+    expect(await eventRows()).toContainEqual({ event_id: e1, partition: 0, offset: "0" });
+    expect(await balance(account)).toBe("30");
   });
 
   it("a dry run with no event id below the log start offset says there is nothing to delete, not to add --execute", async () => {

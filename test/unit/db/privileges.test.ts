@@ -17,6 +17,7 @@ describe("privilegeChecks and grantStatements", () => {
       "GRANT SELECT, INSERT ON replayable.processed_events TO app;",
       "GRANT SELECT, INSERT, UPDATE ON replayable.dead_letters TO app;",
       "GRANT SELECT ON replayable.rebuilds TO app;",
+      "GRANT SELECT, INSERT ON replayable.projection_topics TO app;",
       "GRANT USAGE ON SEQUENCE replayable.dead_letters_id_seq TO app;",
       "GRANT USAGE ON SCHEMA orders TO app;",
       "GRANT SELECT, INSERT, UPDATE, DELETE ON orders.order_totals TO app;",
@@ -30,6 +31,7 @@ describe("privilegeChecks and grantStatements", () => {
     expect(grantStatements(privilegeChecks("prune", ["t"]), "app", "db")).toEqual([
       "GRANT USAGE ON SCHEMA replayable TO app;",
       "GRANT SELECT, DELETE ON replayable.processed_events TO app;",
+      "GRANT SELECT ON replayable.projection_topics TO app;",
     ]);
     expect(grantStatements(privilegeChecks("migrate", []), "owner", "db")).toEqual([
       "GRANT CREATE ON DATABASE db TO owner;",
