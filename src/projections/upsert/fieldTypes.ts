@@ -75,8 +75,8 @@ const rawJson = JSON as JSON & {
 /**
  * A `JSON.parse` reviver that keeps each number whose double prints otherwise than it was sent
  * (`1.0`, `12345678901234567890123`, `1e400`) as its source text (`JSON.rawJSON`), so that
- * `JSON.stringify` writes it back unchanged into a `json`/`jsonb` column; {@link fromJson} reads
- * such a number as the double `JSON.parse` gives for the other types. Undefined where the engine
+ * `JSON.stringify` writes it back unchanged into a `json`/`jsonb` column, and {@link fromJson}
+ * gives the number types its exact value (never the double's rounding). Undefined where the engine
  * lacks source text access (Node.js before 22).
  */
 export const exactNumbers:
@@ -89,15 +89,35 @@ export const exactNumbers:
     : undefined;
 
 /**
+ * False only when JSON text `text` holds no number a double cannot hold exactly: every number
+ * token of at most 15 significant digits (IEEE 754 doubles keep 15, DBL_DIG) and an exponent of
+ * at most two digits is one. A number of 16 or more digits, or with a 3-digit exponent (`1e-400`
+ * is 0 as a double), makes it true; so does such a run of digits inside a string (harmless: the
+ * exact parse is only slower).
+ */
+export function mayHoldInexactNumber(text: string): boolean {
+  return INEXACT_NUMBER.test(text);
+}
+const INEXACT_NUMBER = /\d(?:\.?\d){15}|[eE][+-]?\d{3}/;
+
+/**
  * Converts a top-level JSON value of a record's value (or JSON record key) to the text of `type`.
- * JSON `null` is SQL NULL for every type. JSON numbers are IEEE-754 doubles once parsed, so an
- * integer beyond 2^53 must be sent as a string (it would silently lose digits otherwise); in a
- * `json`/`jsonb` column, a value parsed with {@link exactNumbers} keeps every number as sent.
+ * JSON `null` is SQL NULL for every type. A value parsed with {@link exactNumbers} keeps every
+ * number as sent: a `json`/`jsonb` column stores its text, `numeric`, `real` and `double precision`
+ * get its text when a double would not hold it (PostgreSQL rounds a real or double itself, and
+ * refuses one out of its range; `1.50` is written as `1.5`, the same value), and
+ * the integer types and epoch milliseconds take it only when it is a whole number exactly (`7.0`,
+ * `1e3`; not `2.5` or `1.0000000000000001`) below 2^53 (a larger integer must be sent as a string,
+ * as JSON readers that parse numbers to doubles lose its digits).
  */
 export function fromJson(type: FieldType, sent: unknown): Converted {
   if (sent === null) return { ok: true, text: null };
   if (type === "json" || type === "jsonb") return ok(JSON.stringify(sent));
-  const value = rawJson.isRawJSON?.(sent) ? Number(sent.rawJSON) : sent;
+  const exact = rawJson.isRawJSON?.(sent) ? sent.rawJSON : undefined;
+  const value = exact !== undefined ? Number(exact) : sent;
+  // A number whose text is a whole number below 2^53, as digits; undefined otherwise.
+  const whole = (n: number) =>
+    !Number.isSafeInteger(n) ? undefined : exact === undefined ? String(n) : wholeNumberText(exact);
   switch (type) {
     case "text":
       return typeof value === "string" ? text(value) : no("a JSON string");
@@ -107,20 +127,25 @@ export function fromJson(type: FieldType, sent: unknown): Converted {
     case "integer":
     case "bigint": {
       const expected = `a whole number from ${INTEGER_RANGES[type][0]} to ${INTEGER_RANGES[type][1]} (a JSON number below 2^53, or a string of digits)`;
-      if (typeof value === "number")
-        return Number.isSafeInteger(value) ? integer(type, String(value), expected) : no(expected);
+      if (typeof value === "number") {
+        const digits = whole(value);
+        return digits !== undefined ? integer(type, digits, expected) : no(expected);
+      }
       return typeof value === "string" ? integer(type, value, expected) : no(expected);
     }
     case "numeric":
     case "real":
     case "double precision": {
       const expected = "a JSON number, or a string holding a decimal number";
-      if (typeof value === "number") return Number.isFinite(value) ? ok(String(value)) : no(expected);
+      if (typeof value === "number") {
+        if (!Number.isFinite(value)) return no(expected);
+        return ok(exact !== undefined && mayHoldInexactNumber(exact) ? exact : String(value));
+      }
       return typeof value === "string" && NUMERIC_TEXT.test(value) ? ok(value) : no(expected);
     }
     case "timestamptz":
       if (typeof value === "number") {
-        return Number.isSafeInteger(value) && Math.abs(value) <= MAX_EPOCH_MS
+        return whole(value) !== undefined && Math.abs(value) <= MAX_EPOCH_MS
           ? ok(new Date(value).toISOString())
           : no(TIMESTAMPTZ_EXPECTED);
       }
@@ -194,6 +219,31 @@ function expectedText(type: FieldType): string {
     default:
       return `a value of type ${type}`;
   }
+}
+
+/**
+ * The integer a JSON number's text stands for exactly, as digits (`1e3` → `1000`, `7.0` → `7`,
+ * `-0` → `0`); undefined when it is not a whole number (`2.5`, `1e-400`, `1.0000000000000001`),
+ * not a JSON number, or longer than 30 digits (beyond every integer type).
+ */
+export function wholeNumberText(source: string): string | undefined {
+  const match = /^(-?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/.exec(source);
+  if (match === null) return undefined;
+  const [, sign = "", int = "", fraction = "", exponent = "0"] = match;
+  let digits = int + fraction;
+  // The value is digits × 10^-scale.
+  const scale = fraction.length - Number(exponent);
+  if (/^0*$/.test(digits)) return "0";
+  if (scale > 0) {
+    const kept = Math.max(0, digits.length - scale);
+    if (/[^0]/.test(digits.slice(kept))) return undefined;
+    digits = digits.slice(0, kept);
+  } else if (scale < 0) {
+    if (-scale > 30) return undefined;
+    digits += "0".repeat(-scale);
+  }
+  digits = digits.replace(/^0+/, "");
+  return digits.length > 30 ? undefined : sign + digits;
 }
 
 function integer(type: keyof typeof INTEGER_RANGES, value: string, expected: string): Converted {

@@ -7,7 +7,14 @@
 import { PermanentRecordError } from "../../errors.js";
 import { headerValues, type KafkaRecord } from "../../record.js";
 import { isUtf8 } from "../../engine/dedupeKeys.js";
-import { exactNumbers, fromJson, fromText, type Converted, type FieldType } from "./fieldTypes.js";
+import {
+  exactNumbers,
+  fromJson,
+  fromText,
+  mayHoldInexactNumber,
+  type Converted,
+  type FieldType,
+} from "./fieldTypes.js";
 import type { UpsertKeyPart, UpsertProjectionSpec } from "./upsertProjectionSpec.js";
 
 /**
@@ -46,8 +53,9 @@ export function mappedColumns(spec: UpsertProjectionSpec): MappedColumn[] {
  */
 export function upsertDecoder(spec: UpsertProjectionSpec): (record: KafkaRecord) => UpsertOperation {
   const columns = mappedColumns(spec);
-  // Only a json/jsonb column needs numbers as sent; the reviver costs a call per JSON value.
-  const reviver = columns.some((c) => c.type === "json" || c.type === "jsonb") ? exactNumbers : undefined;
+  // A json/jsonb column keeps every number as sent; the number types need the text of those a
+  // double cannot hold (the reviver costs about 4 µs a record, so only when the text has one).
+  const everyNumber = columns.some((c) => c.type === "json" || c.type === "jsonb");
   return (record) => {
     if (record.value === null) {
       if (!spec.deleteOnTombstone) {
@@ -57,7 +65,7 @@ export function upsertDecoder(spec: UpsertProjectionSpec): (record: KafkaRecord)
       }
       return { kind: "delete", key: spec.key.map((part) => keyText(record, part, undefined)) };
     }
-    const fields = jsonObject(record.value, "value", reviver);
+    const fields = jsonObject(record.value, "value", everyNumber);
     const key = spec.key.map((part) => keyText(record, part, fields));
     const values = columns.map(({ column, field, type, required }) => {
       if (!Object.hasOwn(fields, field) || fields[field] === null) {
@@ -95,7 +103,7 @@ function keyText(
         where = `the record key (${what}, ${part.type})`;
         result = fromText(part.type, raw as string);
       } else {
-        const keyFields = jsonObject(record.key, "record key");
+        const keyFields = jsonObject(record.key, "record key", false);
         raw = keyFields[part.name];
         where = `field ${JSON.stringify(part.name)} of the record key (${what}, ${part.type})`;
         if (raw === undefined || raw === null) throw invalid(`${where} is missing or null`);
@@ -133,16 +141,21 @@ function converted(result: Converted, where: string, value: unknown): string | n
   throw invalid(`${where} must be ${result.expected}, got ${shown(value)}`);
 }
 
-/** Parses `bytes` as a UTF-8 JSON object, through `reviver` when given. */
+/**
+ * Parses `bytes` as a UTF-8 JSON object, through {@link exactNumbers} when `everyNumber` is set
+ * or the text may hold a number a double cannot hold ({@link mayHoldInexactNumber}).
+ */
 function jsonObject(
   bytes: Buffer,
   what: "value" | "record key",
-  reviver?: typeof exactNumbers,
+  everyNumber: boolean,
 ): Record<string, unknown> {
   if (!isUtf8(bytes)) throw invalid(`${what} is not valid UTF-8`);
   let parsed: unknown;
   try {
-    parsed = JSON.parse(bytes.toString("utf8"), reviver as Parameters<typeof JSON.parse>[1]);
+    const text = bytes.toString("utf8");
+    const reviver = everyNumber || mayHoldInexactNumber(text) ? exactNumbers : undefined;
+    parsed = JSON.parse(text, reviver as Parameters<typeof JSON.parse>[1]);
   } catch (error) {
     throw invalid(`${what} is not JSON: ${(error as Error).message}`);
   }

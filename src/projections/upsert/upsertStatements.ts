@@ -61,10 +61,28 @@ export function upsertStatements(spec: UpsertProjectionSpec): UpsertStatements {
   if (spec.key.length > 0) {
     const keyArrays = spec.key.map((k, i) => `$${i + 1}::${k.type}[]`).join(", ");
     const aliases = spec.key.map((_, i) => `k${i}`);
-    const match = keyColumns.map((c, i) => `t.${c} = d.${aliases[i]}`).join(" AND ");
+    const match = spec.key
+      .map((k, i) =>
+        k.type === "text"
+          ? `t.${keyColumns[i]} = ${storedText(`d.${aliases[i]}`, table, k.column)}`
+          : `t.${keyColumns[i]} = d.${aliases[i]}`,
+      )
+      .join(" AND ");
     remove = `DELETE FROM ${table} AS t USING unnest(${keyArrays}) AS d(${aliases.join(", ")}) WHERE ${match}`;
   }
   return { write: named(write), delete: remove === undefined ? undefined : named(remove) };
+}
+
+/**
+ * The SQL of the text a write stores for key text `key` in column `column` of `table`: cut to n
+ * characters when the column is `varchar(n)`, the key is longer and its excess is only spaces, as
+ * PostgreSQL does on assignment ("Character Types"); else the key as sent (a longer key with other
+ * excess cannot have been written: its write fails). n is read from the catalog once per statement
+ * (an initplan), so the comparison with the column still uses its index.
+ */
+function storedText(key: string, table: string, column: string): string {
+  const limit = `(SELECT a.atttypmod - 4 FROM pg_attribute a WHERE a.attrelid = ${pg.escapeLiteral(table)}::regclass AND a.attname = ${pg.escapeLiteral(column)} AND a.atttypid = 'varchar'::regtype AND a.atttypmod > 4)`;
+  return `(CASE WHEN length(${key}) > ${limit} AND rtrim(substr(${key}, ${limit} + 1), ' ') = '' THEN left(${key}, ${limit}) ELSE ${key} END)`;
 }
 
 /** Names a statement after its text, so two sinks never share a name for different SQL. */

@@ -295,6 +295,30 @@ describe("upsert sink, a varchar(n) key", () => {
     expect(runs[0]!.deadLetters).toEqual([]);
     expect(runs[0]).toEqual(runs[1]);
   });
+
+  it("regression: the tombstone of a key PostgreSQL cut on write deletes its row (break-it review)", async () => {
+    // The write stores "xy " (the excess spaces cut to 3 characters); the tombstone's key, compared
+    // as sent ("xy     "), found no row, and both records counted as applied.
+    const { spec, topic } = await prepare(declaration, DDL, "upsert-varchar-cut", 1);
+    const records: ProducerRecord[] = [
+      { key: "xy     ", value: JSON.stringify({ name: "written" }) },
+      { key: "xy     ", value: null },
+      { key: "xy", value: JSON.stringify({ name: "another key" }) },
+      { key: "zw   ", value: JSON.stringify({ name: "cut, kept" }) },
+      // Not "zw " once cut: its excess is not only spaces, so it names no row (its write would fail).
+      { key: "zw  x", value: null },
+    ];
+    await produceRecords(testKafka(), topic, records);
+    const runs = await bothApplies(spec, DDL, topic, records.length, "offset", async (db, label) => {
+      const rows = await db.pool.query(`SELECT id, name FROM sink.codes ORDER BY id COLLATE "C"`);
+      expect(rows.rows, label).toEqual([
+        { id: "xy", name: "another key" },
+        { id: "zw ", name: "cut, kept" },
+      ]);
+    });
+    expect(runs[0]!.deadLetters).toEqual([]);
+    expect(runs[0]).toEqual(runs[1]);
+  });
 });
 
 describe("upsert sink, insert mode", () => {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { PermanentRecordError } from "../../../src/errors.js";
+import { mayHoldInexactNumber, wholeNumberText } from "../../../src/projections/upsert/fieldTypes.js";
 import { upsertDecoder } from "../../../src/projections/upsert/upsertOperation.js";
 import {
   parseUpsertProjectionSpec,
@@ -65,6 +66,32 @@ describe("upsertDecoder", () => {
     expect(values[8]).toBe("7");
     // A column that is not JSON still refuses a number it cannot hold, naming it as sent.
     expect(failure(() => decode()(record("1", '{"n":1e400}')))).toMatch(/column n, integer\).*1e400/);
+  });
+
+  it("regression: a number for an integer, numeric, real or double column is read as sent, never rounded to a double first (break-it review)", () => {
+    const { doc: _doc, ...withoutJson } = base.columns;
+    for (const declaration of [
+      base,
+      { ...base, columns: { ...withoutJson, dbl: { type: "double precision" as const } } },
+    ]) {
+      const write = (value: string) =>
+        decode(declaration)(record("1", value)) as { values: readonly (string | null)[] };
+      const amount = (sent: string) => write(`{"amount":${sent}}`).values[1];
+      const n = (sent: string) => write(`{"n":${sent}}`).values[declaration === base ? 8 : 7];
+      expect(amount("3.141592653589793238462643383279")).toBe("3.141592653589793238462643383279");
+      expect(amount("12345678901234567890.123")).toBe("12345678901234567890.123");
+      expect(amount("1e-400")).toBe("1e-400");
+      expect(amount("1.50")).toBe("1.5");
+      expect(n("1e3")).toBe("1000");
+      expect(n("7.0")).toBe("7");
+      expect(n("-0")).toBe("0");
+      for (const notWhole of ["1.0000000000000001", "1e-400", "2.5"])
+        expect(failure(() => write(`{"n":${notWhole}}`))).toMatch(/column n, integer\)/);
+    }
+    const dbl = { ...base, columns: { ...withoutJson, dbl: { type: "double precision" as const } } };
+    expect(
+      (decode(dbl)(record("1", '{"dbl":1e-400}')) as { values: readonly (string | null)[] }).values[8],
+    ).toBe("1e-400");
   });
 
   it("turns a JSON object into the texts PostgreSQL reads, absent and null fields as NULL", () => {
@@ -178,5 +205,47 @@ describe("upsertDecoder", () => {
     expect(failure(() => required(record("1", { name: null })))).toBe(
       'field "name" (column name) is missing or null',
     );
+  });
+});
+
+/** A decimal number's text as [sign, significant digits, exponent of the last digit], for comparing values exactly. */
+function decimalValue(text: string): [string, string, number] {
+  const [, sign = "", int = "", fraction = "", exponent = "0"] =
+    /^(-?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/.exec(text) ?? [];
+  let digits = (int + fraction).replace(/^0+/, "");
+  let exp = Number(exponent) - fraction.length + 0; // + 0: never -0
+  while (digits.endsWith("0")) {
+    digits = digits.slice(0, -1);
+    exp += 1;
+  }
+  return digits === "" ? ["", "0", 0] : [sign, digits, exp];
+}
+
+describe("mayHoldInexactNumber and wholeNumberText", () => {
+  it("every number it passes over reads back as the same value from its double (fuzzed)", () => {
+    let seed = 7;
+    const next = (n: number) => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed % n;
+    };
+    for (let i = 0; i < 20_000; i++) {
+      const digits = Array.from({ length: 1 + next(20) }, () => String(next(10))).join("");
+      const point = next(digits.length + 1);
+      const body =
+        point === 0 || point === digits.length ? digits : `${digits.slice(0, point)}.${digits.slice(point)}`;
+      const text = `${next(2) === 0 ? "-" : ""}${body}${next(3) === 0 ? `e${next(2) === 0 ? "-" : ""}${next(400)}` : ""}`;
+      if (mayHoldInexactNumber(text)) continue;
+      expect(decimalValue(String(Number(text))), text).toEqual(decimalValue(text));
+    }
+  });
+
+  it("gives the integer a number's text stands for exactly, or nothing", () => {
+    expect(wholeNumberText("1e3")).toBe("1000");
+    expect(wholeNumberText("7.0")).toBe("7");
+    expect(wholeNumberText("-0")).toBe("0");
+    expect(wholeNumberText("-12.500e1")).toBe("-125");
+    expect(wholeNumberText("0.0e-400")).toBe("0");
+    for (const notWhole of ["2.5", "1e-400", "1.0000000000000001", "4503599627370496.5", "1e31", "x"])
+      expect(wholeNumberText(notWhole), notWhole).toBeUndefined();
   });
 });
