@@ -80,6 +80,9 @@ export interface CommittedBatch {
   readonly offsetCommitted: boolean;
 }
 
+/** Where the gauges' numbers come from. */
+type Source = "Kafka" | "PostgreSQL";
+
 /**
  * Keeps `replayable_consumer_lag_records`, `replayable_checkpoint_offset`,
  * `replayable_checkpoint_commit_gap_records` and `replayable_assigned_partitions` in step with
@@ -92,9 +95,10 @@ export interface CommittedBatch {
 export class LagMonitor {
   private readonly partitions = new Map<PartitionKey, PartitionState>();
   private timer: NodeJS.Timeout | undefined;
-  private inFlight: Promise<void> | undefined;
+  /** The refresh of each source in flight: a slow checkpoint read never holds the lag back. */
+  private readonly inFlight: Partial<Record<Source, Promise<void>>> = {};
   private stopped = false;
-  private failing = false;
+  private readonly failing: Record<Source, boolean> = { Kafka: false, PostgreSQL: false };
 
   constructor(private readonly options: LagMonitorOptions) {}
 
@@ -110,7 +114,7 @@ export class LagMonitor {
     if (this.stopped) return;
     this.stopped = true;
     clearInterval(this.timer);
-    await this.inFlight;
+    await Promise.all([this.inFlight.Kafka, this.inFlight.PostgreSQL]);
     this.unassignAll();
   }
 
@@ -230,20 +234,29 @@ export class LagMonitor {
   }
 
   /**
-   * Reads high watermarks and committed offsets from Kafka and checkpoints from PostgreSQL,
-   * then updates the gauges. A failure is logged (warn once, then debug) and retried next time.
-   * Concurrent calls share one refresh.
+   * Reads high watermarks and committed offsets from Kafka, and checkpoints from PostgreSQL, each
+   * updating the gauges when it has its answer: the checkpoint read may wait for a pooled
+   * connection (a database outage holds them), and the lag is what an operator watches then. A
+   * failure is logged (warn once, then debug) and retried next time. Concurrent calls share each
+   * source's refresh in flight.
    */
   refresh(): Promise<void> {
-    this.inFlight ??= this.doRefresh().finally(() => (this.inFlight = undefined));
-    return this.inFlight;
+    return Promise.all([
+      this.shared("Kafka", () => this.refreshFromKafka()),
+      this.shared("PostgreSQL", () => this.refreshCheckpoints()),
+    ]).then(() => undefined);
   }
 
-  private async doRefresh(): Promise<void> {
+  private shared(source: Source, refresh: () => Promise<void>): Promise<void> {
+    this.inFlight[source] ??= refresh().finally(() => (this.inFlight[source] = undefined));
+    return this.inFlight[source];
+  }
+
+  private async refreshFromKafka(): Promise<void> {
     if (this.partitions.size === 0 || this.stopped) return;
-    const { groupId, projection, pool } = this.options;
+    const { groupId } = this.options;
     const topics = [...new Set([...this.partitions.values()].map((s) => s.topic))];
-    const problems: string[] = [];
+    let problem: string | undefined;
     try {
       const admin = await this.options.admin();
       const [ends, committed] = await Promise.all([
@@ -256,19 +269,31 @@ export class LagMonitor {
         if (state !== undefined) state.committed = later(state.committed, c.offset);
       }
     } catch (error) {
-      problems.push(`Kafka: ${errorMessage(error)}`);
+      problem = errorMessage(error);
     }
+    this.publishAll("Kafka", problem);
+  }
+
+  private async refreshCheckpoints(): Promise<void> {
+    if (this.partitions.size === 0 || this.stopped) return;
+    const { projection, pool } = this.options;
+    let problem: string | undefined;
     try {
       for (const row of await readCheckpoints(pool, projection)) {
         const state = this.partitions.get(partitionKey(row.topic, row.partition));
         if (state !== undefined) state.checkpoint = later(state.checkpoint, row.nextOffset);
       }
     } catch (error) {
-      problems.push(`PostgreSQL: ${errorMessage(error)}`);
+      problem = errorMessage(error);
     }
+    this.publishAll("PostgreSQL", problem);
+  }
+
+  /** Sets every assigned partition's gauges, and reports how `source`'s read went. */
+  private publishAll(source: Source, problem: string | undefined): void {
     if (this.stopped) return;
     for (const state of this.partitions.values()) this.publish(state);
-    this.reportProblems(problems);
+    this.reportProblem(source, problem);
   }
 
   private applyEnds(topic: string, offsets: readonly PartitionOffsets[]): void {
@@ -348,17 +373,17 @@ export class LagMonitor {
     this.partitions.delete(key);
   }
 
-  private reportProblems(problems: readonly string[]): void {
+  private reportProblem(source: Source, problem: string | undefined): void {
     const { log } = this.options;
-    if (problems.length === 0) {
-      if (this.failing) log.info("lag refresh works again");
-      this.failing = false;
+    if (problem === undefined) {
+      if (this.failing[source]) log.info({ source }, "lag refresh works again");
+      this.failing[source] = false;
       return;
     }
-    const fields = { problems, retryInMs: this.options.intervalMs };
-    if (this.failing) log.debug(fields, "lag refresh failed");
+    const fields = { problems: [`${source}: ${problem}`], retryInMs: this.options.intervalMs };
+    if (this.failing[source]) log.debug(fields, "lag refresh failed");
     else log.warn(fields, "lag refresh failed; the lag and checkpoint gauges may be stale");
-    this.failing = true;
+    this.failing[source] = true;
   }
 }
 

@@ -8,11 +8,14 @@ import { loadConfig } from "../../../src/config.js";
 import { ConsumerService } from "../../../src/engine/consumerService.js";
 import { createLogger } from "../../../src/logger.js";
 import { ledgerProjection } from "../../../src/projections/ledger/ledgerProjection.js";
+import { produceRecords } from "../../../src/kafka/producer.js";
+import { generateLedgerStream } from "../../../src/projections/ledger/generate.js";
 import { produceLedger } from "../../helpers/ledger.js";
 import { scrapeMetric, startCli } from "../../helpers/process.js";
 import {
   BROKERS,
   TEST_CLIENT_ENV,
+  testKafka,
   uniqueName,
   waitFor,
   waitForCaughtUp,
@@ -52,6 +55,37 @@ describe("partition gauges", () => {
     });
     run.child.kill("SIGTERM");
     expect(await run.exited).toEqual({ code: 0, signal: null });
+  });
+
+  it("regression: the lag follows Kafka while the member's pool has no connection for the checkpoint read (break-it review)", async () => {
+    // The refresh read Kafka, then waited for a pooled connection (held by a stuck transaction,
+    // up to the pool's 10 s connection timeout) before it set any gauge: the lag stood still
+    // during the database outage an operator watches it for.
+    const topic = uniqueName("lag-pool");
+    const group = uniqueName("g");
+    await produceLedger(stack.admin, topic, { count: 50, partitions: 1, seed: 63 });
+    const run = startCli(
+      ["run", "--projection", "ledger", "--topic", topic, "--group", group, "--database-url", stack.db.url],
+      {
+        REPLAYABLE_FAILPOINTS: "in-apply=sleep:60000@1",
+        REPLAYABLE_LAG_REFRESH_MS: "200",
+        REPLAYABLE_DB_POOL_SIZE: "1",
+        REPLAYABLE_PARTITIONS_CONCURRENTLY: "1",
+        LOG_FORMAT: "json",
+      },
+    );
+    onTestFinished(() => run.kill());
+    const port = await run.metricsPort();
+    await run.waitForStderr("failpoint in-apply: sleep");
+    const later = generateLedgerStream({ count: 30, duplicateRate: 0, seed: 64, idPrefix: "later" });
+    await produceRecords(testKafka(), topic, later.records);
+    await waitFor("the lag gauge to show the 30 records produced since", async () =>
+      (await scrapeMetric(port, "replayable_consumer_lag_records", { topic, partition: "0" })) === 80
+        ? true
+        : undefined,
+    );
+    // Before the checkpoint read gave up on the pool: the lag did not wait for it.
+    expect(run.stderr()).not.toContain("lag refresh failed");
   });
 
   it("a stopped member reports 0 assigned partitions and no per-partition rows", async () => {
