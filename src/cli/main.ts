@@ -42,6 +42,13 @@ function usageErrorsExit2(command: Command): void {
 }
 usageErrorsExit2(program);
 
+// The reader of the output went away (`replayable status | head`): stop quietly, as a shell tool
+// stops on SIGPIPE, instead of an unhandled 'error' event. Logs go to stderr, never here.
+process.stdout.on("error", (error: NodeJS.ErrnoException) => {
+  if (error.code !== "EPIPE") throw error;
+  process.exit(process.exitCode ?? 0);
+});
+
 try {
   await program.parseAsync(process.argv);
 } catch (error) {

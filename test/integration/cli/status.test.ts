@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { produceLedger } from "../../helpers/ledger.js";
-import { runCli } from "../../helpers/process.js";
+import { runCli, startCli } from "../../helpers/process.js";
 import { cliJson } from "../../helpers/replay.js";
 import { BROKERS, uniqueName, useStack } from "../../helpers/stack.js";
 
@@ -27,6 +27,19 @@ interface ReplayJson {
 const stack = useStack();
 
 describe("status", () => {
+  it("regression: exits quietly when the reader of its output is gone (status | head; break-it review)", async () => {
+    const topic = uniqueName("status-pipe");
+    await produceLedger(stack.admin, topic, { count: 10, partitions: 30 });
+    const cli = startCli(["status", "--projection", "ledger", "--group", uniqueName("g"), "--topic", topic], {
+      KAFKA_BROKERS: BROKERS.join(","),
+      DATABASE_URL: stack.db.url,
+    });
+    // The pipe's reader closes before anything is written: every write meets EPIPE.
+    cli.child.stdout?.destroy();
+    expect(await cli.exited, cli.stderr()).toEqual({ code: 0, signal: null });
+    expect(cli.stderr()).not.toContain("EPIPE");
+  });
+
   it("defaults --projection to the group when the group names a projection, and says which it shows", async () => {
     const topic = uniqueName("status");
     await stack.admin.createTopic(topic, 1);

@@ -158,6 +158,9 @@ describe("groupActiveMessage", () => {
     expect(message).toContain("consumer group g is Stable with 1 active member; cannot reset its offsets");
     expect(message).toContain("memberId=replayable-1-abc clientId=replayable host=127.0.0.1");
     expect(message).toContain("Stop every member first");
+    // Regression (break-it review): it said to check with `status`, which shows no members.
+    expect(message).not.toContain("replayable status");
+    expect(message).toContain("without --execute: its dry run lists the members left");
   });
 
   it("refuses a group that is rebalancing even before its members are listed", () => {
