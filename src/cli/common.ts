@@ -347,7 +347,8 @@ export async function missingTableProblems(
     for (const table of await missingTables(pool, projection.tables)) {
       const fix =
         projection.migrationsFolder === undefined
-          ? "create it, e.g. with a migrations folder (defineProjection({ migrations })) applied by `replayable migrate`"
+          ? (projection.missingTableFix ??
+            "create it, e.g. with a migrations folder (defineProjection({ migrations })) applied by `replayable migrate`")
           : `its migrations (${projection.migrationsFolder}) do not create it; add a migration that does and run \`replayable migrate\` again`;
       problems.push(
         `  ${label}: projection ${projection.name}: table ${table} does not exist in the database; ${fix}`,

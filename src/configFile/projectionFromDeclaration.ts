@@ -56,6 +56,8 @@ export function projectionFromDeclaration(
       ...(upsertProjection(spec) as RegisteredProjection),
       origin: "config",
       migrationsFolder: undefined,
+      missingTableFix:
+        "the sink writes to a table it does not create: create it (CREATE TABLE, or your application's migrations, or a defineProjection with `migrations` in this config file that `replayable migrate` applies), then run again",
       validate: async (pool) =>
         (await validateUpsertProjection(spec, pool)).map(
           (p) => `projection ${spec.name}: ${p.path === "" ? "" : `${p.path}: `}${p.message}`,

@@ -24,6 +24,11 @@ export interface RegisteredProjection extends Projection<unknown> {
   readonly validate?: (pool: pg.Pool) => Promise<string[]>;
   /** Blue/green versions (defineProjection's `versioned`); absent or false: tables as named. */
   readonly versioned?: boolean;
+  /**
+   * What to do about a table of its own that does not exist, when the projection has no migrations
+   * folder; undefined: add one (defineProjection's `migrations`).
+   */
+  readonly missingTableFix?: string;
 }
 
 /**

@@ -158,9 +158,10 @@ function keyConstraintProblem(
   );
   if (matches) return undefined;
   const list = spec.key.map((k) => pg.escapeIdentifier(k.column)).join(", ");
+  // readTableShape's uniqueKeys leave out partial indexes and DEFERRABLE constraints: say so.
   const existing =
     shape.uniqueKeys.length === 0
-      ? "it has none"
+      ? "it has none ON CONFLICT can use: a partial unique index or a DEFERRABLE constraint does not count"
       : `its usable ones are ${shape.uniqueKeys.map((cols) => `(${cols.join(", ")})`).join(", ")}`;
   return `the key column${wanted.size > 1 ? "s" : ""} (${[...wanted].join(", ")}) ${wanted.size > 1 ? "are" : "is"} not the primary key or a unique constraint of ${spec.table} (${existing}), which ON CONFLICT and dedupe by key need; add one in a migration (ALTER TABLE ${quotedTable(spec.table)} ADD PRIMARY KEY (${list})), or change key`;
 }

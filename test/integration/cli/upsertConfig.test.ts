@@ -104,6 +104,23 @@ it("an upsert sink from the config file: upserts, a tombstone, a bad field dead-
   expect(await scrapeMetric(port, "replayable_records_applied_total")).toBe(0);
 });
 
+it("regression: an upsert sink's missing table is refused with a fix the sink can follow (break-it review)", async () => {
+  // It said to add a migrations folder (defineProjection({ migrations })), which a sink has no field for.
+  const topic = uniqueName("customers");
+  await stack.admin.createTopic(topic, 1);
+  const dir = tempFolder();
+  writeConfig(dir, topic, `{ email: { type: "text" } }`);
+  const run = await runCli(
+    ["run", "--no-migrate"],
+    { KAFKA_BROKERS: BROKERS.join(","), DATABASE_URL: stack.db.url },
+    { cwd: dir },
+  );
+  expect(run.code, run.stderr).toBe(2);
+  expect(run.stderr).toContain("projection customers: table crm.customers does not exist in the database");
+  expect(run.stderr).toContain("the sink writes to a table it does not create");
+  expect(run.stderr).not.toContain("defineProjection({ migrations })");
+});
+
 it("an upsert sink whose mapping the database contradicts is refused at start-up with every problem, exit 2", async () => {
   const topic = uniqueName("customers");
   await stack.admin.createTopic(topic, 1);

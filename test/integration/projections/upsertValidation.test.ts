@@ -28,6 +28,7 @@ beforeAll(async () => {
     CREATE TABLE sink.people (id text PRIMARY KEY, name text);
     CREATE COLLATION sink.ci (provider = icu, locale = 'und-u-ks-level2', deterministic = false);
     CREATE TABLE sink.tags (name text COLLATE sink.ci PRIMARY KEY, n integer);
+    CREATE TABLE sink.deferred (id bigint, n integer, UNIQUE (id) DEFERRABLE);
     CREATE VIEW sink.people_view AS SELECT * FROM sink.people;
   `);
 });
@@ -145,6 +146,14 @@ describe("validateUpsertProjection", () => {
         ) as string,
       },
     ]);
+  });
+
+  it("regression: a key whose only unique constraint is DEFERRABLE is told why it does not count (break-it review)", async () => {
+    // It said the table had none.
+    const problems = await validate({ table: "sink.deferred", columns: { n: { type: "integer" } } });
+    expect(problems.map((p) => p.message).join("\n")).toContain(
+      "it has none ON CONFLICT can use: a partial unique index or a DEFERRABLE constraint does not count",
+    );
   });
 
   it("refuses a tombstone-deleting key whose column has equal values with different spellings", async () => {
