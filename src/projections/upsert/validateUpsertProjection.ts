@@ -130,6 +130,8 @@ async function targetProblem(
   );
   if (rejected !== undefined)
     return `declared type ${target.type} cannot be stored in column ${target.column} of type ${column.type} (${rejected}); declare a type PostgreSQL assigns to ${column.type}, or change the column`;
+  if (zoneDependent(target.type, column.baseType))
+    return `declared type ${target.type} into column ${target.column} of type ${column.type}: the session's time zone (TimeZone) decides which ${column.baseType === "date" ? "day" : "time"} is stored, so a rebuild under another setting would store other values; declare ${ZONED_NAME[column.baseType] ?? column.type}, or change the column`;
   if (!target.key || !spec.deleteOnTombstone) return undefined;
   const notComparable = await probe(
     client,
@@ -140,6 +142,24 @@ async function targetProblem(
   if (!exactKey(target.type, column))
     return `column ${target.column} of type ${column.type}${column.deterministic ? "" : " with a nondeterministic collation"} has equal values with different spellings, so a batch could apply a tombstone and a write of one key out of order; use a text, varchar, integer or uuid column with a deterministic collation, or set deleteOnTombstone: false`;
   return undefined;
+}
+
+/** A declarable type per column type that converts without a time zone. */
+const ZONED_NAME: Record<string, string> = {
+  "timestamp with time zone": "timestamptz (an ISO-8601 date-time with Z or an offset)",
+  "timestamp without time zone": "timestamp",
+  date: "date",
+};
+
+/**
+ * True when PostgreSQL's cast from declared `type` to a column of `baseType` reads the session's
+ * TimeZone: between `timestamptz` and `timestamp` or `date`, either way (PostgreSQL "Date/Time
+ * Types": a timestamp without time zone is taken as local time).
+ */
+function zoneDependent(type: string, baseType: string): boolean {
+  const zoned = baseType === "timestamp with time zone";
+  const local = baseType === "timestamp without time zone" || baseType === "date";
+  return (zoned && (type === "timestamp" || type === "date")) || (local && type === "timestamptz");
 }
 
 /**

@@ -29,6 +29,7 @@ beforeAll(async () => {
     CREATE COLLATION sink.ci (provider = icu, locale = 'und-u-ks-level2', deterministic = false);
     CREATE TABLE sink.tags (name text COLLATE sink.ci PRIMARY KEY, n integer);
     CREATE TABLE sink.deferred (id bigint, n integer, UNIQUE (id) DEFERRABLE);
+    CREATE TABLE sink.times (id bigint PRIMARY KEY, at timestamptz, local timestamp, day date);
     CREATE VIEW sink.people_view AS SELECT * FROM sink.people;
   `);
 });
@@ -154,6 +155,22 @@ describe("validateUpsertProjection", () => {
     expect(problems.map((p) => p.message).join("\n")).toContain(
       "it has none ON CONFLICT can use: a partial unique index or a DEFERRABLE constraint does not count",
     );
+  });
+
+  it("regression: refuses a declared type whose cast to its column depends on the session's time zone (break-it review)", async () => {
+    // A rebuild under another TimeZone setting would store other instants or days.
+    const problems = await validate({
+      table: "sink.times",
+      columns: { at: { type: "timestamp" }, local: { type: "timestamptz" }, day: { type: "timestamptz" } },
+    });
+    expect(problems.map((p) => p.path).sort()).toEqual(["columns.at", "columns.day", "columns.local"]);
+    expect(problems[0]!.message).toContain("the session's time zone (TimeZone) decides");
+    expect(
+      await validate({
+        table: "sink.times",
+        columns: { at: { type: "timestamptz" }, local: { type: "timestamp" }, day: { type: "date" } },
+      }),
+    ).toEqual([]);
   });
 
   it("refuses a tombstone-deleting key whose column has equal values with different spellings", async () => {
