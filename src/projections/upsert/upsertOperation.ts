@@ -157,6 +157,8 @@ function jsonObject(
     const reviver = everyNumber || mayHoldInexactNumber(text) ? exactNumbers : undefined;
     parsed = JSON.parse(text, reviver as Parameters<typeof JSON.parse>[1]);
   } catch (error) {
+    // The reviver recurses per level: a value nested thousands deep overflows the stack.
+    if (error instanceof RangeError) throw invalid(`${what} is nested too deep to read (${error.message})`);
     throw invalid(`${what} is not JSON: ${(error as Error).message}`);
   }
   if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed))

@@ -94,6 +94,13 @@ describe("upsertDecoder", () => {
     ).toBe("1e-400");
   });
 
+  it("regression: a value nested too deep to read is named so, not 'not JSON' (break-it review)", () => {
+    const deep = `{"doc":${"[".repeat(20_000)}${"]".repeat(20_000)}}`;
+    const message = failure(() => decode()(record("1", deep)));
+    expect(message).toContain("value is nested too deep to read");
+    expect(message).not.toContain("is not JSON");
+  });
+
   it("turns a JSON object into the texts PostgreSQL reads, absent and null fields as NULL", () => {
     expect(
       decode()(
