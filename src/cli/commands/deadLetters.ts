@@ -10,6 +10,10 @@ import type { Logger } from "pino";
 import type { Config } from "../../config.js";
 import type { Projection } from "../../projection.js";
 import { createPool } from "../../db/pool.js";
+import { checkVersionedRunPrivileges } from "../../db/privileges.js";
+import type { RegisteredProjection } from "../../projections/registry.js";
+import { versionMigrationsTable } from "../../versions/createVersion.js";
+import { checkVersionMigrations } from "../../versions/versionMigrations.js";
 import { checkDatabase } from "../../db/startupCheck.js";
 import { retryDeadLetter, type RetryOutcome } from "../../engine/retryDeadLetter.js";
 import { inCommandSpan, type Tracing } from "../../tracing/tracing.js";
@@ -181,7 +185,7 @@ async function selectNamed(pool: pg.Pool, flags: FilterFlags, projection: string
   if (missing.length > 0)
     throw new ReplayableError(
       "NOT_FOUND",
-      `no dead letter with id ${missing.join(", ")} of projection ${projection}; \`replayable dead-letters list --projection ${projection} --state all\` shows them`,
+      `no dead letter with id ${missing.join(", ")} of projection ${projection}; \`replayable dead-letters list ${projectionFlags(projection)} --state all\` shows them`,
     );
   for (const letter of existing)
     process.stderr.write(
@@ -382,9 +386,12 @@ async function retryAction(flags: ChangeFlags): Promise<void> {
   await checkDatabase(config.databaseUrl, []);
   const pool = createPool({ connectionString: config.databaseUrl, max: 1 });
   try {
-    const { projection } = await targetOf(pool, setup, flags);
+    const target = await targetOf(pool, setup, flags);
+    const { projection } = target;
     // The privileges to apply, on the tables the retry writes (a version's, in its schema).
     await checkDatabase(config.databaseUrl, flags.execute === true ? ["apply"] : [], projection.tables);
+    if (flags.execute === true && target.version !== undefined)
+      await checkCodeOfVersion(pool, commandTarget(setup).projection, target.version.number);
     // In offset order within a partition: a letter retried first is not a later record of another.
     const letters = (await selectNamed(pool, flags, projection.name)).sort(byRecord);
     if (!flags.execute) {
@@ -397,6 +404,26 @@ async function retryAction(flags: ChangeFlags): Promise<void> {
   } finally {
     await pool.end();
   }
+}
+
+/**
+ * As `run` does before it applies a record into a version: the code must be the code the
+ * version's schema was made for (docs/design.md "Blue/green versions").
+ * @throws ReplayableError VERSION_MIGRATIONS_DIFFER (exit 2), or CONFIG_INVALID for a missing grant.
+ */
+async function checkCodeOfVersion(
+  pool: pg.Pool,
+  projection: RegisteredProjection,
+  version: number,
+): Promise<void> {
+  await checkVersionedRunPrivileges(pool, versionMigrationsTable(projection.name, version));
+  await checkVersionMigrations(pool, projection, version);
+}
+
+/** The flags that name dedupe key `key`: `--projection P --version N` for a version's `P@vN` (versionKey). */
+function projectionFlags(key: string): string {
+  const version = /^(.+)@v(\d+)$/.exec(key);
+  return version === null ? `--projection ${key}` : `--projection ${version[1]} --version ${version[2]}`;
 }
 
 /** What {@link retryLetters} needs besides the letters. */

@@ -408,11 +408,12 @@ describe("replayable as a user installs it: npm pack, npm install <tarball>, npx
         "replayable/resolve-hooks",
         "--input-type=module",
         "-e",
-        `const m = await import("replayable"); console.log(typeof m.ConsumerService);`,
+        // The README's snippet: the group defaults to the projection named to loadConfig.
+        `const m = await import("replayable"); console.log(typeof m.ConsumerService, m.loadConfig({}, { REPLAYABLE_PROJECTION: "counter" }).groupId);`,
       ],
       project,
     );
-    expect(hooked.trim()).toBe("function");
+    expect(hooked.trim()).toBe("function counter");
     expect(existsSync(join(root, "src"))).toBe(false);
     expect(existsSync(join(project, "node_modules", "tsx"))).toBe(false);
     // Source maps point at src/, which is not shipped: each carries its sources' text instead, so

@@ -74,6 +74,15 @@ describe("a version whose migrations are not the code's", () => {
       `version 2 of projection ${name} has migrations the code does not know: when 1767225601000`,
     );
     expect(older.stderr).toContain("run the code this version was created with");
+    // Regression (break-it review): dead-letters retry applies records into the version as run
+    // does, and applied a letter with code the version's schema was not made for.
+    const retry = await cli(["dead-letters", "retry", "--version", "2", "--execute"]);
+    expect(retry.code, retry.stderr).toBe(2);
+    expect(retry.stderr).toContain(`version 2 of projection ${name} has migrations the code does not know`);
+    // Its NOT_FOUND hint names the version with --version (it said --projection <name>@v1, refused).
+    const missing = await cli(["dead-letters", "retry", "--version", "1", "--id", "999999999"]);
+    expect(missing.code, missing.stderr).toBe(1);
+    expect(missing.stderr).toContain(`dead-letters list --projection ${name} --version 1 --state all`);
     // And version 1 still runs with its own code.
     const own = bg.run(["--version", "1"]);
     await bg.waitForCaughtUp(1);
