@@ -7,6 +7,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type pg from "pg";
 import { readCheckpoints, type CheckpointRow } from "../sql/readCheckpoints.js";
+import { partitionKey, type PartitionKey } from "../topicPartition.js";
 import { tableChecksums, type TableChecksum } from "../sql/tableChecksums.js";
 import { schemaTables } from "../sql/versionViews.js";
 
@@ -34,26 +35,60 @@ export interface VersionComparison {
 
 /**
  * Compares `live` and `candidate`, polling every 200 ms for up to `waitMs` until a snapshot finds
- * them at the same checkpoints on every partition; returns the last comparison either way.
+ * them at the same checkpoints on every partition ({@link samePositions}); returns the last
+ * comparison either way.
+ * @param logStarts the log start offset of each partition of their topics, where known.
  */
 export async function compareVersions(
   pool: pg.Pool,
   live: VersionSide,
   candidate: VersionSide,
   waitMs: number,
+  logStarts: ReadonlyMap<PartitionKey, string> = new Map(),
 ): Promise<VersionComparison> {
   const deadline = Date.now() + waitMs;
   for (;;) {
-    const comparison = await compareOnce(pool, live, candidate);
+    const comparison = await compareOnce(pool, live, candidate, logStarts);
     if (comparison.samePositions || Date.now() >= deadline) return comparison;
     await sleep(200);
   }
+}
+
+/**
+ * True when two versions' checkpoints stand at the same place on every partition either has one
+ * on. A partition's place is its checkpoint, raised to the log start offset when that is higher
+ * (the records below were deleted: neither version reads them again); a partition without a
+ * checkpoint is at its log start offset, when known. So a version that never saw records deleted
+ * before it was built is at the same place as one that applied them, and waiting changes nothing.
+ */
+export function samePositions(
+  live: readonly CheckpointRow[],
+  candidate: readonly CheckpointRow[],
+  logStarts: ReadonlyMap<PartitionKey, string>,
+): boolean {
+  const places = (rows: readonly CheckpointRow[]) =>
+    new Map(rows.map((r) => [partitionKey(r.topic, r.partition), r.nextOffset]));
+  const a = places(live);
+  const b = places(candidate);
+  const place = (rows: Map<PartitionKey, string>, key: PartitionKey): bigint | undefined => {
+    const start = logStarts.get(key);
+    const checkpoint = rows.get(key);
+    if (checkpoint === undefined) return start === undefined ? undefined : BigInt(start);
+    return start !== undefined && BigInt(start) > BigInt(checkpoint) ? BigInt(start) : BigInt(checkpoint);
+  };
+  for (const key of new Set([...a.keys(), ...b.keys()])) {
+    const x = place(a, key);
+    const y = place(b, key);
+    if (x === undefined || y === undefined || x !== y) return false;
+  }
+  return true;
 }
 
 async function compareOnce(
   pool: pg.Pool,
   live: VersionSide,
   candidate: VersionSide,
+  logStarts: ReadonlyMap<PartitionKey, string>,
 ): Promise<VersionComparison> {
   const client = await pool.connect();
   try {
@@ -61,11 +96,9 @@ async function compareOnce(
     try {
       const liveCheckpoints = await readCheckpoints(client, live.key);
       const candidateCheckpoints = await readCheckpoints(client, candidate.key);
-      const key = (rows: readonly CheckpointRow[]) =>
-        JSON.stringify(rows.map((r) => [r.topic, r.partition, r.nextOffset]));
       const tables = await compareTables(client, live.schema, candidate.schema);
       return {
-        samePositions: key(liveCheckpoints) === key(candidateCheckpoints),
+        samePositions: samePositions(liveCheckpoints, candidateCheckpoints, logStarts),
         tables,
         liveCheckpoints,
         candidateCheckpoints,

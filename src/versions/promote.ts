@@ -7,6 +7,7 @@
  */
 import type pg from "pg";
 import type { ClusterAdmin } from "../kafka/admin.js";
+import { partitionKey } from "../topicPartition.js";
 import type { Projection } from "../projection.js";
 import { selectVersions } from "../sql/projectionVersions.js";
 import { compareVersions, type VersionComparison } from "./compareVersions.js";
@@ -96,11 +97,10 @@ export async function promote(options: PromoteOptions): Promise<SwapOutcome> {
   const behind = lag.filter((p) => BigInt(p.lag) > options.maxLag);
   if (behind.length > 0)
     return { kind: "refused", reason: "LAGGING", message: laggingMessage(options, behind), lag };
-  const side = (v: number) => ({
-    key: versionKey(projection.name, v),
-    schema: versionSchema(projection.name, v),
+  const comparison = await compareWithLive(pool, projection.name, live.row.version, version, {
+    waitMs: options.waitMs,
+    lag,
   });
-  const comparison = await compareVersions(pool, side(live.row.version), side(version), options.waitMs);
   const refusal = comparisonRefusal(options, live.row.version, comparison);
   if (refusal !== undefined) return { ...refusal, lag, comparison };
   const swap = await swapOrRefuse(pool, {
@@ -121,6 +121,23 @@ export async function promote(options: PromoteOptions): Promise<SwapOutcome> {
   if (swap.kind === "refused") return { ...swap, lag, comparison };
   const { auditId, views } = swap;
   return { kind: "switched", from: live.row.version, to: version, auditId, views, lag, comparison };
+}
+
+/**
+ * Compares version `version` of projection `name` with the live one (`compareVersions`), the log
+ * start offsets taken from `lag` (a partition whose records below them are gone is at the same
+ * place in both), waiting up to `waitMs` for equal checkpoints.
+ */
+async function compareWithLive(
+  pool: pg.Pool,
+  name: string,
+  liveVersion: number,
+  version: number,
+  options: { readonly waitMs: number; readonly lag: readonly VersionPartitionLag[] },
+): Promise<VersionComparison> {
+  const side = (v: number) => ({ key: versionKey(name, v), schema: versionSchema(name, v) });
+  const logStarts = new Map(options.lag.map((p) => [partitionKey(p.topic, p.partition), p.logStartOffset]));
+  return compareVersions(pool, side(liveVersion), side(version), options.waitMs, logStarts);
 }
 
 function laggingMessage(options: PromoteOptions, behind: readonly VersionPartitionLag[]): string {
@@ -194,11 +211,10 @@ export async function rollback(options: RollbackOptions): Promise<SwapOutcome> {
   const target = await resolveVersion(pool, projection, retired.version);
   const liveLag = await versionLag(admin, pool, live.instance, live.row.groupId, []);
   const lag = await versionLag(admin, pool, target.instance, target.row.groupId, []);
-  const side = (v: number) => ({
-    key: versionKey(projection.name, v),
-    schema: versionSchema(projection.name, v),
+  const comparison = await compareWithLive(pool, projection.name, live.row.version, retired.version, {
+    waitMs: 0,
+    lag,
   });
-  const comparison = await compareVersions(pool, side(live.row.version), side(retired.version), 0);
   const swap = await swapOrRefuse(pool, {
     projection: projection.name,
     from: live.row.version,
