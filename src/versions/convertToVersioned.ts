@@ -38,8 +38,17 @@ import { baseTable, versionKey, versionSchema } from "./versionNames.js";
 const q = (id: string) => pg.escapeIdentifier(id);
 const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 
-/** The engine's tables whose rows are keyed by projection (the dedupe state and rebuild epochs). */
-const KEYED_TABLES = ["checkpoints", "processed_events", "dead_letters", "rebuilds"] as const;
+/**
+ * The engine's tables whose rows are keyed by projection: the dedupe state, rebuild epochs and the
+ * topics its members consumed (which prune reads for unread re-sends).
+ */
+const KEYED_TABLES = [
+  "checkpoints",
+  "processed_events",
+  "dead_letters",
+  "rebuilds",
+  "projection_topics",
+] as const;
 
 /** What a conversion did. */
 export interface Conversion {

@@ -194,6 +194,17 @@ describe("migrate --convert-to-versioned", () => {
     expect(await totals(`"${name}".totals`)).toEqual(model(30));
     expect(await checkpoints(`${name}@v1`)).toEqual(plainCheckpoints);
     expect(await checkpoints(name)).toEqual([]);
+    // The topics the plain member consumed come along too: prune reads them under the version's key
+    // (a consumed topic without checkpoints is still checked for unread re-sends; review finding).
+    const consumedTopics = async (key: string) =>
+      (
+        await db.pool.query<{ topic: string }>(
+          "SELECT topic FROM replayable.projection_topics WHERE projection = $1",
+          [key],
+        )
+      ).rows;
+    expect(await consumedTopics(`${name}@v1`)).toEqual([{ topic }]);
+    expect(await consumedTopics(name)).toEqual([]);
     const audit = await db.pool.query<{ action: string; offsets: { convertedFrom: { groupId: string } } }>(
       "SELECT action, offsets FROM replayable.projection_version_audit WHERE projection = $1",
       [name],
