@@ -138,8 +138,9 @@ export function fromJson(type: FieldType, sent: unknown): Converted {
     case "double precision": {
       const expected = "a JSON number, or a string holding a decimal number";
       if (typeof value === "number") {
-        if (!Number.isFinite(value)) return no(expected);
-        return ok(exact !== undefined && mayHoldInexactNumber(exact) ? exact : String(value));
+        // Beyond a double's range (`1e400`) too: numeric holds it; PostgreSQL refuses it for the others.
+        if (exact !== undefined && mayHoldInexactNumber(exact)) return ok(exact);
+        return Number.isFinite(value) ? ok(String(value)) : no(expected);
       }
       return typeof value === "string" && NUMERIC_TEXT.test(value) ? ok(value) : no(expected);
     }
