@@ -16,9 +16,8 @@ import { createLogger, stderrDestination } from "../logger.js";
 import { createMetrics, type Metrics } from "../metrics/metrics.js";
 import type { Projection } from "../projection.js";
 import type { RegisteredProjection } from "../projections/registry.js";
-import { versionMigrationsTable } from "../versions/createVersion.js";
 import { resolveVersion } from "../versions/resolveVersion.js";
-import { checkVersionMigrations } from "../versions/versionMigrations.js";
+import { checkCodeOfVersion } from "../versions/versionMigrations.js";
 import type { VersionedInstance } from "../versions/versionNames.js";
 import { exitCodeOf, printError, reportedError, type CliSetup } from "./common.js";
 import { onShutdownSignals } from "./signals.js";
@@ -142,8 +141,7 @@ async function versionToRun(
     const resolved = await resolveVersion(pool, projection, target.version);
     checkGroupOfVersion(projection.name, resolved.row, target.group);
     // Before any record is read: the code must be the code the version's schema was made for.
-    await checkVersionedRunPrivileges(pool, versionMigrationsTable(projection.name, resolved.row.version));
-    await checkVersionMigrations(pool, projection, resolved.row.version);
+    await checkCodeOfVersion(pool, projection, resolved.row.version);
     return { config: { ...config, groupId: resolved.row.groupId }, projection: resolved.instance };
   } finally {
     await pool.end();

@@ -8,6 +8,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type pg from "pg";
 import { readMigrationFiles } from "drizzle-orm/migrator";
+import { checkVersionedRunPrivileges } from "../db/privileges.js";
 import { ReplayableError, errorMessage } from "../errors.js";
 import { selectAppliedMigrations } from "../sql/appliedMigrations.js";
 import { versionMigrationsTable } from "./createVersion.js";
@@ -68,6 +69,22 @@ export async function versionMigrationDrift(
     versionMigrationsTable(projection.name, version),
   );
   return migrationDrift(declaredMigrations(projection.migrationsFolder), applied);
+}
+
+/**
+ * What `run` (and `dead-letters retry --execute` into a version) checks before it applies a record
+ * into version `version`: the grant to read the version's migrations table, then
+ * {@link checkVersionMigrations} (docs/design.md "Blue/green versions").
+ * @throws ReplayableError CONFIG_INVALID naming the GRANT for a missing privilege; as
+ *   {@link checkVersionMigrations}.
+ */
+export async function checkCodeOfVersion(
+  db: pg.Pool | pg.ClientBase,
+  projection: MigratedProjection,
+  version: VersionNumber,
+): Promise<void> {
+  await checkVersionedRunPrivileges(db, versionMigrationsTable(projection.name, version));
+  await checkVersionMigrations(db, projection, version);
 }
 
 /**

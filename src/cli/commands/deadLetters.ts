@@ -10,10 +10,7 @@ import type { Logger } from "pino";
 import type { Config } from "../../config.js";
 import type { Projection } from "../../projection.js";
 import { createPool } from "../../db/pool.js";
-import { checkVersionedRunPrivileges } from "../../db/privileges.js";
-import type { RegisteredProjection } from "../../projections/registry.js";
-import { versionMigrationsTable } from "../../versions/createVersion.js";
-import { checkVersionMigrations } from "../../versions/versionMigrations.js";
+import { checkCodeOfVersion } from "../../versions/versionMigrations.js";
 import { checkDatabase } from "../../db/startupCheck.js";
 import { retryDeadLetter, type RetryOutcome } from "../../engine/retryDeadLetter.js";
 import { inCommandSpan, type Tracing } from "../../tracing/tracing.js";
@@ -391,7 +388,7 @@ async function retryAction(flags: ChangeFlags): Promise<void> {
     // The privileges to apply, on the tables the retry writes (a version's, in its schema).
     await checkDatabase(config.databaseUrl, flags.execute === true ? ["apply"] : [], projection.tables);
     if (flags.execute === true && target.version !== undefined)
-      await checkCodeOfVersion(pool, commandTarget(setup).projection, target.version.number);
+      await checkCodeOfVersion(pool, setup.projection(), target.version.number);
     // In offset order within a partition: a letter retried first is not a later record of another.
     const letters = (await selectNamed(pool, flags, projection.name)).sort(byRecord);
     if (!flags.execute) {
@@ -404,20 +401,6 @@ async function retryAction(flags: ChangeFlags): Promise<void> {
   } finally {
     await pool.end();
   }
-}
-
-/**
- * As `run` does before it applies a record into a version: the code must be the code the
- * version's schema was made for (docs/design.md "Blue/green versions").
- * @throws ReplayableError VERSION_MIGRATIONS_DIFFER (exit 2), or CONFIG_INVALID for a missing grant.
- */
-async function checkCodeOfVersion(
-  pool: pg.Pool,
-  projection: RegisteredProjection,
-  version: number,
-): Promise<void> {
-  await checkVersionedRunPrivileges(pool, versionMigrationsTable(projection.name, version));
-  await checkVersionMigrations(pool, projection, version);
 }
 
 /** The flags that name dedupe key `key`: `--projection P --version N` for a version's `P@vN` (versionKey). */

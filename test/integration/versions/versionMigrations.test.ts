@@ -79,6 +79,8 @@ describe("a version whose migrations are not the code's", () => {
     const retry = await cli(["dead-letters", "retry", "--version", "2", "--execute"]);
     expect(retry.code, retry.stderr).toBe(2);
     expect(retry.stderr).toContain(`version 2 of projection ${name} has migrations the code does not know`);
+    // The config file's projection said once (review finding: the check printed the line again).
+    expect(retry.stderr.match(/replayable: using projection/g), retry.stderr).toHaveLength(1);
     // Its NOT_FOUND hint names the version with --version (it said --projection <name>@v1, refused).
     const missing = await cli(["dead-letters", "retry", "--version", "1", "--id", "999999999"]);
     expect(missing.code, missing.stderr).toBe(1);
