@@ -35,6 +35,9 @@ const program = new Command("replayable")
   .addCommand(pruneCommand())
   .addCommand(deadLettersCommand());
 
+/** 128 + SIGPIPE (13): a shell's exit status for a process the signal ended. */
+const SIGPIPE_EXIT_CODE = 141;
+
 /** Commander exits 1 on a usage error; ours is 2 (bad flags, like bad configuration), on every subcommand. */
 function usageErrorsExit2(command: Command): void {
   command.exitOverride();
@@ -42,11 +45,12 @@ function usageErrorsExit2(command: Command): void {
 }
 usageErrorsExit2(program);
 
-// The reader of the output went away (`replayable status | head`): stop quietly, as a shell tool
-// stops on SIGPIPE, instead of an unhandled 'error' event. Logs go to stderr, never here.
+// The reader of the output went away (`replayable status | head`): stop quietly, instead of an
+// unhandled 'error' event, with 141 (128 + SIGPIPE), the status a shell gives a tool SIGPIPE
+// ended: the command stopped part-way and must not report success. Logs go to stderr, never here.
 process.stdout.on("error", (error: NodeJS.ErrnoException) => {
   if (error.code !== "EPIPE") throw error;
-  process.exit(process.exitCode ?? 0);
+  process.exit(SIGPIPE_EXIT_CODE);
 });
 
 try {

@@ -36,7 +36,9 @@ describe("status", () => {
     });
     // The pipe's reader closes before anything is written: every write meets EPIPE.
     cli.child.stdout?.destroy();
-    expect(await cli.exited, cli.stderr()).toEqual({ code: 0, signal: null });
+    // 141 (128 + SIGPIPE), as a shell tool the pipe ended: the output stopped part-way, and a
+    // command that stops there (an --execute one too) must not report success (review finding).
+    expect(await cli.exited, cli.stderr()).toEqual({ code: 141, signal: null });
     expect(cli.stderr()).not.toContain("EPIPE");
   });
 
