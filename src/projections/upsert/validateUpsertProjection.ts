@@ -130,8 +130,7 @@ async function targetProblem(
   );
   if (rejected !== undefined)
     return `declared type ${target.type} cannot be stored in column ${target.column} of type ${column.type} (${rejected}); declare a type PostgreSQL assigns to ${column.type}, or change the column`;
-  if (zoneDependent(target.type, column.baseType))
-    return `declared type ${target.type} into column ${target.column} of type ${column.type}: the session's time zone (TimeZone) decides which ${column.baseType === "date" ? "day" : "time"} is stored, so a rebuild under another setting would store other values; declare ${ZONED_NAME[column.baseType] ?? column.type}, or change the column`;
+  if (zoneDependent(target.type, column.baseType)) return zoneDependentProblem(target, column);
   if (!target.key || !spec.deleteOnTombstone) return undefined;
   const notComparable = await probe(
     client,
@@ -144,22 +143,36 @@ async function targetProblem(
   return undefined;
 }
 
-/** A declarable type per column type that converts without a time zone. */
-const ZONED_NAME: Record<string, string> = {
+/** The declarable type whose cast to a column of this type reads no time zone, where there is one. */
+const ZONE_FREE_DECLARATION: Readonly<Record<string, string>> = {
   "timestamp with time zone": "timestamptz (an ISO-8601 date-time with Z or an offset)",
   "timestamp without time zone": "timestamp",
   date: "date",
+  "time without time zone": "timestamp",
 };
 
 /**
  * True when PostgreSQL's cast from declared `type` to a column of `baseType` reads the session's
- * TimeZone: between `timestamptz` and `timestamp` or `date`, either way (PostgreSQL "Date/Time
- * Types": a timestamp without time zone is taken as local time).
+ * TimeZone (PostgreSQL "Date/Time Types": a value without a time zone is local time): `timestamp`
+ * or `date` into `timestamptz`, and `timestamptz` into `timestamp`, `date`, `time` or `timetz` (whose
+ * offset is the session's).
  */
 function zoneDependent(type: string, baseType: string): boolean {
   const zoned = baseType === "timestamp with time zone";
-  const local = baseType === "timestamp without time zone" || baseType === "date";
+  const local = [
+    "timestamp without time zone",
+    "date",
+    "time without time zone",
+    "time with time zone",
+  ].includes(baseType);
   return (zoned && (type === "timestamp" || type === "date")) || (local && type === "timestamptz");
+}
+
+/** {@link zoneDependent}'s refusal: what the time zone decides, and the declaration or column to use. */
+function zoneDependentProblem(target: Target, column: TableColumn): string {
+  const decides = column.baseType === "date" ? "day" : "time";
+  const instead = ZONE_FREE_DECLARATION[column.baseType];
+  return `declared type ${target.type} into column ${target.column} of type ${column.type}: the session's time zone (TimeZone) decides which ${decides} is stored, so a rebuild under another setting would store other values; ${instead === undefined ? "change the column" : `declare ${instead}, or change the column`}`;
 }
 
 /**

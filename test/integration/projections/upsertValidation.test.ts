@@ -29,7 +29,7 @@ beforeAll(async () => {
     CREATE COLLATION sink.ci (provider = icu, locale = 'und-u-ks-level2', deterministic = false);
     CREATE TABLE sink.tags (name text COLLATE sink.ci PRIMARY KEY, n integer);
     CREATE TABLE sink.deferred (id bigint, n integer, UNIQUE (id) DEFERRABLE);
-    CREATE TABLE sink.times (id bigint PRIMARY KEY, at timestamptz, local timestamp, day date);
+    CREATE TABLE sink.times (id bigint PRIMARY KEY, at timestamptz, local timestamp, day date, clock time, zoned_clock timetz);
     CREATE VIEW sink.people_view AS SELECT * FROM sink.people;
   `);
 });
@@ -161,14 +161,39 @@ describe("validateUpsertProjection", () => {
     // A rebuild under another TimeZone setting would store other instants or days.
     const problems = await validate({
       table: "sink.times",
-      columns: { at: { type: "timestamp" }, local: { type: "timestamptz" }, day: { type: "timestamptz" } },
+      columns: {
+        at: { type: "timestamp" },
+        local: { type: "timestamptz" },
+        day: { type: "timestamptz" },
+        // The time of day, and a timetz's offset, are the session's too (review finding).
+        clock: { type: "timestamptz" },
+        zoned_clock: { type: "timestamptz" },
+      },
     });
-    expect(problems.map((p) => p.path).sort()).toEqual(["columns.at", "columns.day", "columns.local"]);
-    expect(problems[0]!.message).toContain("the session's time zone (TimeZone) decides");
+    expect(problems.map((p) => p.path).sort()).toEqual([
+      "columns.at",
+      "columns.clock",
+      "columns.day",
+      "columns.local",
+      "columns.zoned_clock",
+    ]);
+    for (const problem of problems)
+      expect(problem.message).toContain("the session's time zone (TimeZone) decides");
+    expect(problems.find((p) => p.path === "columns.clock")!.message).toContain(
+      "declare timestamp, or change",
+    );
+    expect(problems.find((p) => p.path === "columns.zoned_clock")!.message).toMatch(
+      /so a rebuild under another setting would store other values; change the column$/,
+    );
     expect(
       await validate({
         table: "sink.times",
-        columns: { at: { type: "timestamptz" }, local: { type: "timestamp" }, day: { type: "date" } },
+        columns: {
+          at: { type: "timestamptz" },
+          local: { type: "timestamp" },
+          day: { type: "date" },
+          clock: { type: "timestamp" },
+        },
       }),
     ).toEqual([]);
   });
