@@ -147,17 +147,18 @@ export async function configFrom(
     group: sourceOf("REPLAYABLE_GROUP_ID"),
     topics: sourceOf("REPLAYABLE_TOPICS"),
   };
+  const fromFile = file?.values.REPLAYABLE_PROJECTION !== undefined;
   const chosen = projectionChooser({
     projections,
     configured,
     configFile,
     name: config.projection,
     explicit: sources.projection === "named",
-    fromFile: file?.values.REPLAYABLE_PROJECTION !== undefined,
+    fromFile,
     // Where REPLAYABLE_PROJECTION came from, as parseConfig's problems say it.
     source: given(overrides.REPLAYABLE_PROJECTION)
       ? " (from a command-line flag)"
-      : !given(process.env.REPLAYABLE_PROJECTION) && file?.values.REPLAYABLE_PROJECTION !== undefined
+      : !given(process.env.REPLAYABLE_PROJECTION) && fromFile
         ? ` (from ${file.label}: ${file.names.REPLAYABLE_PROJECTION ?? "REPLAYABLE_PROJECTION"})`
         : "",
   });

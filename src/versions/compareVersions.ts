@@ -44,7 +44,7 @@ export async function compareVersions(
   live: VersionSide,
   candidate: VersionSide,
   waitMs: number,
-  logStarts: ReadonlyMap<PartitionKey, string> = new Map(),
+  logStarts: ReadonlyMap<PartitionKey, string>,
 ): Promise<VersionComparison> {
   const deadline = Date.now() + waitMs;
   for (;;) {
