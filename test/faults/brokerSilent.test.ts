@@ -32,7 +32,7 @@ import {
   waitForStableGroup,
 } from "../helpers/faultCluster.js";
 import { expectLedgerModel } from "../helpers/ledgerModel.js";
-import { startCliInTest, type CliProcess } from "../helpers/process.js";
+import { explainedByMembers, startCliInTest, type CliProcess } from "../helpers/process.js";
 import { runArgs } from "../helpers/replay.js";
 import { uniqueName, useStack, waitForCaughtUp } from "../helpers/stack.js";
 
@@ -114,7 +114,7 @@ it(
     console.log(`${new Date().toISOString()} leaders moved`);
 
     // Still silent: the members must get off the silent connection by themselves.
-    await waitForCaughtUp(stack.admin, group, topic, SILENT_BOUND_MS);
+    await explainedByMembers(members, waitForCaughtUp(stack.admin, group, topic, SILENT_BOUND_MS));
     const caughtUpSilentMs = Date.now() - movedAt;
     expect(stage.brokerProxy(victim).mode).toBe("silent");
 
@@ -124,7 +124,7 @@ it(
     stage.brokerProxy(victim).restore();
     const healedAt = Date.now();
     await produceRecords(quietKafka(), topic, stream.records.slice(BEFORE + DURING));
-    await waitForCaughtUp(stack.admin, group, topic, HEALED_BOUND_MS);
+    await explainedByMembers(members, waitForCaughtUp(stack.admin, group, topic, HEALED_BOUND_MS));
     const caughtUpHealedMs = Date.now() - healedAt;
     console.log(
       `${topic}: broker ${victim} (leading ${led.join(",")}; coordinator ${coordinator}) silent for ${

@@ -136,6 +136,45 @@ export function startCliInTest(
   return cli;
 }
 
+/**
+ * `wait`, and when it fails, its error with the members' last warnings and errors appended (pino's
+ * level 40 and above, as JSON or pretty lines) and last lines, so that the failure's summary, the part of a CI log
+ * that is kept, says what the members saw (the full stderr goes to the test's output as well).
+ */
+export async function explainedByMembers<T>(members: readonly CliProcess[], wait: Promise<T>): Promise<T> {
+  try {
+    return await wait;
+  } catch (error) {
+    const cut = (line: string) => {
+      // A JSON line as its time, level, message and error message (its stack would fill the limit).
+      try {
+        const { time, level, msg, err } = JSON.parse(line) as {
+          time?: string;
+          level?: number;
+          msg?: string;
+          err?: { message?: string };
+        };
+        line = `${time} ${level} ${msg}${err?.message === undefined ? "" : `: ${err.message}`}`;
+      } catch {
+        // Not JSON: as it is.
+      }
+      return line.length > 400 ? `${line.slice(0, 400)}…` : line;
+    };
+    const warnings = members.map((member, i) => {
+      const lines = member
+        .stderr()
+        .split("\n")
+        .filter((line) => /"level":(?:[4-9]\d)|\b(?:WARN|ERROR|FATAL)\b/.test(line))
+        .slice(-12)
+        .map(cut);
+      const last = member.stderr().trimEnd().split("\n").slice(-5).map(cut);
+      return `--- member ${i}: its last warnings and errors ---\n${lines.join("\n")}\n--- member ${i}: its last lines ---\n${last.join("\n")}`;
+    });
+    const message = error instanceof Error ? error.message : String(error);
+    throw new Error(`${message}\n${warnings.join("\n")}`, { cause: error });
+  }
+}
+
 /** Runs `replayable <args>` to completion. */
 export async function runCli(
   args: readonly string[],
