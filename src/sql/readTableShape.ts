@@ -73,13 +73,21 @@ async function readColumns(client: pg.ClientBase, oid: number): Promise<TableCol
   }>(
     `SELECT a.attname::text AS name,
             format_type(a.atttypid, a.atttypmod) AS type,
-            format_type(CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE a.atttypid END, NULL) AS base_type,
+            format_type(base.oid, NULL) AS base_type,
             a.attnotnull AS not_null,
             (a.atthasdef OR a.attidentity <> '') AS has_default,
             a.attgenerated <> '' AS generated,
             coalesce(co.collisdeterministic, true) AS deterministic
        FROM pg_attribute a
-       JOIN pg_type t ON t.oid = a.atttypid
+       -- A domain's base type, through domains over domains (typbasetype names the next one down).
+       CROSS JOIN LATERAL (
+         WITH RECURSIVE chain(oid) AS (
+           SELECT a.atttypid
+           UNION ALL
+           SELECT t.typbasetype FROM chain c JOIN pg_type t ON t.oid = c.oid WHERE t.typtype = 'd'
+         )
+         SELECT c.oid FROM chain c JOIN pg_type t ON t.oid = c.oid WHERE t.typtype <> 'd'
+       ) AS base
        LEFT JOIN pg_collation co ON co.oid = a.attcollation
       WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped
       ORDER BY a.attnum`,

@@ -130,7 +130,8 @@ async function targetProblem(
   );
   if (rejected !== undefined)
     return `declared type ${target.type} cannot be stored in column ${target.column} of type ${column.type} (${rejected}); declare a type PostgreSQL assigns to ${column.type}, or change the column`;
-  if (zoneDependent(target.type, column.baseType)) return zoneDependentProblem(target, column);
+  const settingDependent = settingDependentProblem(target, column);
+  if (settingDependent !== undefined) return settingDependent;
   if (!target.key || !spec.deleteOnTombstone) return undefined;
   const notComparable = await probe(
     client,
@@ -152,27 +153,44 @@ const ZONE_FREE_DECLARATION: Readonly<Record<string, string>> = {
 };
 
 /**
- * True when PostgreSQL's cast from declared `type` to a column of `baseType` reads the session's
- * TimeZone (PostgreSQL "Date/Time Types": a value without a time zone is local time): `timestamp`
- * or `date` into `timestamptz`, and `timestamptz` into `timestamp`, `date`, `time` or `timetz` (whose
- * offset is the session's).
+ * The column base types each declared date/time type is stored into without reading a session
+ * setting. PostgreSQL's other casts from them read one (PostgreSQL "Date/Time Types"): a value
+ * without a time zone is local time, so `timestamp` or `date` into `timestamptz`, and `timestamptz`
+ * into `timestamp`, `date`, `time` or `timetz` (whose offset is the session's), read TimeZone; into a
+ * string type the value is printed, as DateStyle (and TimeZone) say.
  */
-function zoneDependent(type: string, baseType: string): boolean {
-  const zoned = baseType === "timestamp with time zone";
-  const local = [
-    "timestamp without time zone",
-    "date",
-    "time without time zone",
-    "time with time zone",
-  ].includes(baseType);
-  return (zoned && (type === "timestamp" || type === "date")) || (local && type === "timestamptz");
-}
+const SETTING_FREE_COLUMNS: Readonly<Record<string, readonly string[]>> = {
+  timestamptz: ["timestamp with time zone"],
+  timestamp: ["timestamp without time zone", "date", "time without time zone"],
+  date: ["date", "timestamp without time zone"],
+};
 
-/** {@link zoneDependent}'s refusal: what the time zone decides, and the declaration or column to use. */
-function zoneDependentProblem(target: Target, column: TableColumn): string {
+/** The date/time column base types (the others a date/time type can be stored into are strings). */
+const DATE_TIME_COLUMNS = [
+  "timestamp with time zone",
+  "timestamp without time zone",
+  "date",
+  "time without time zone",
+  "time with time zone",
+];
+
+/**
+ * Why declared `target.type` cannot be stored into `column` the same way under every session
+ * setting ({@link SETTING_FREE_COLUMNS}): a rebuild under another setting would store other values.
+ * Undefined when it can, or when the declared type is not a date/time type.
+ */
+function settingDependentProblem(target: Target, column: TableColumn): string | undefined {
+  const free = SETTING_FREE_COLUMNS[target.type];
+  if (free === undefined || free.includes(column.baseType)) return undefined;
+  const into = `declared type ${target.type} into column ${target.column} of type ${column.type}`;
+  const otherValues = "so a rebuild under another setting would store other values";
+  if (!DATE_TIME_COLUMNS.includes(column.baseType)) {
+    const settings = target.type === "timestamptz" ? "DateStyle and TimeZone decide" : "DateStyle decides";
+    return `${into}: PostgreSQL prints the value, and the session's ${settings} the text stored, ${otherValues}; declare text (the field's text is stored as sent), or use a date/time column`;
+  }
   const decides = column.baseType === "date" ? "day" : "time";
   const instead = ZONE_FREE_DECLARATION[column.baseType];
-  return `declared type ${target.type} into column ${target.column} of type ${column.type}: the session's time zone (TimeZone) decides which ${decides} is stored, so a rebuild under another setting would store other values; ${instead === undefined ? "change the column" : `declare ${instead}, or change the column`}`;
+  return `${into}: the session's time zone (TimeZone) decides which ${decides} is stored, ${otherValues}; ${instead === undefined ? "change the column" : `declare ${instead}, or change the column`}`;
 }
 
 /**

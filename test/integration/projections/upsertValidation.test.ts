@@ -29,7 +29,12 @@ beforeAll(async () => {
     CREATE COLLATION sink.ci (provider = icu, locale = 'und-u-ks-level2', deterministic = false);
     CREATE TABLE sink.tags (name text COLLATE sink.ci PRIMARY KEY, n integer);
     CREATE TABLE sink.deferred (id bigint, n integer, UNIQUE (id) DEFERRABLE);
-    CREATE TABLE sink.times (id bigint PRIMARY KEY, at timestamptz, local timestamp, day date, clock time, zoned_clock timetz);
+    CREATE DOMAIN sink.utc_ts AS timestamptz;
+    CREATE DOMAIN sink.event_ts AS sink.utc_ts;
+    CREATE TABLE sink.times (
+      id bigint PRIMARY KEY, at timestamptz, local timestamp, day date, clock time, zoned_clock timetz,
+      stamped sink.event_ts, noted text, day_noted varchar(40)
+    );
     CREATE VIEW sink.people_view AS SELECT * FROM sink.people;
   `);
 });
@@ -185,6 +190,21 @@ describe("validateUpsertProjection", () => {
     expect(problems.find((p) => p.path === "columns.zoned_clock")!.message).toMatch(
       /so a rebuild under another setting would store other values; change the column$/,
     );
+    // A domain over a domain over timestamptz is timestamptz (review finding: read as the inner domain).
+    const [stamped] = await validate({ table: "sink.times", columns: { stamped: { type: "timestamp" } } });
+    expect(stamped?.message).toContain("the session's time zone (TimeZone) decides");
+    // Into a text column, PostgreSQL prints the value as DateStyle and TimeZone say (review finding).
+    const printed = await validate({
+      table: "sink.times",
+      columns: { noted: { type: "timestamptz" }, day_noted: { type: "date" } },
+    });
+    expect(printed.map((p) => p.path).sort()).toEqual(["columns.day_noted", "columns.noted"]);
+    expect(printed.find((p) => p.path === "columns.noted")!.message).toContain(
+      "PostgreSQL prints the value, and the session's DateStyle and TimeZone decide the text stored",
+    );
+    expect(printed.find((p) => p.path === "columns.day_noted")!.message).toContain(
+      "the session's DateStyle decides the text stored",
+    );
     expect(
       await validate({
         table: "sink.times",
@@ -193,6 +213,8 @@ describe("validateUpsertProjection", () => {
           local: { type: "timestamp" },
           day: { type: "date" },
           clock: { type: "timestamp" },
+          stamped: { type: "timestamptz" },
+          noted: { type: "text" },
         },
       }),
     ).toEqual([]);
