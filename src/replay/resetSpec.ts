@@ -27,6 +27,7 @@ export interface ResetFlags {
 }
 
 const INT64_MAX = 2n ** 63n - 1n;
+const INT64_MIN = -(2n ** 63n);
 const INTEGER = /^[+-]?\d+$/;
 
 /**
@@ -96,7 +97,7 @@ function integer(flag: string, value: string, example: string): bigint {
   if (!INTEGER.test(value))
     throw new ReplayableError("CONFIG_INVALID", `${flag}: "${value}" is not a whole number; give ${example}`);
   const n = BigInt(value);
-  if (n > INT64_MAX || n < -INT64_MAX)
+  if (n > INT64_MAX || n < INT64_MIN)
     throw new ReplayableError(
       "CONFIG_INVALID",
       `${flag}: ${value} is outside the 64-bit range of Kafka offsets`,

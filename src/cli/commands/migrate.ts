@@ -204,7 +204,7 @@ function reportConversions(converted: readonly Conversion[], log: ReturnType<typ
       .map(([t, n]) => `${t} ${n}`)
       .join(", ");
     process.stdout.write(
-      `converted ${c.projection} to versioned in place: version 1 (schema ${c.schema}) is live with consumer group ${c.groupId}; views ${c.views.map((v) => `${c.projection}.${v}`).join(", ")}; dedupe rows re-keyed to ${c.projection}@v1: ${moved}\n`,
+      `converted ${c.projection} to versioned in place: version 1 (schema ${c.schema}) is live with consumer group ${c.groupId}; views ${c.views.map((v) => `${c.projection}.${v}`).join(", ")}; engine rows re-keyed to ${c.projection}@v1: ${moved}\n`,
     );
   }
 }

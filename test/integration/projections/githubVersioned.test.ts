@@ -83,7 +83,7 @@ describe("the versioned github projection", () => {
     expect(converted.stderr).toBe("");
     expect(converted.code).toBe(0);
     expect(converted.stdout).toContain(
-      "converted github to versioned in place: version 1 (schema github_v1) is live with consumer group github; views github.github_actor_pushes, github.github_repo_activity; dedupe rows re-keyed to github@v1: checkpoints 1, processed_events 0, dead_letters 0, rebuilds 0",
+      "converted github to versioned in place: version 1 (schema github_v1) is live with consumer group github; views github.github_actor_pushes, github.github_repo_activity; engine rows re-keyed to github@v1: checkpoints 1, processed_events 0, dead_letters 0, rebuilds 0, projection_topics 0",
     );
     const kept = await db.pool.query<{ events: string }>("SELECT events FROM github.github_repo_activity");
     expect(kept.rows).toEqual([{ events: "3" }]);

@@ -183,7 +183,7 @@ describe("migrate --convert-to-versioned", () => {
     const converted = await cli(["migrate", "--convert-to-versioned"]);
     expect(converted.code, converted.stderr).toBe(0);
     expect(converted.stdout).toContain(
-      `converted ${name} to versioned in place: version 1 (schema ${name}_v1) is live with consumer group ${name}; views ${name}.totals; dedupe rows re-keyed to ${name}@v1: checkpoints 2,`,
+      `converted ${name} to versioned in place: version 1 (schema ${name}_v1) is live with consumer group ${name}; views ${name}.totals; engine rows re-keyed to ${name}@v1: checkpoints 2,`,
     );
     const versions = await db.pool.query(
       "SELECT version, schema_name, group_id, state FROM replayable.projection_versions WHERE projection = $1",

@@ -37,9 +37,21 @@ describe("parseResetSpec", () => {
     [{ toOffset: "12abc" }, '--to-offset: "12abc" is not a whole number'],
     [{ toOffset: "9223372036854775808" }, "outside the 64-bit range"],
     [{ shiftBy: "1.5" }, '--shift-by: "1.5" is not a whole number'],
-    [{ shiftBy: "-9223372036854775808" }, "outside the 64-bit range"],
+    [{ shiftBy: "-9223372036854775809" }, "outside the 64-bit range"],
+    [{ shiftBy: "9223372036854775808" }, "outside the 64-bit range"],
   ])("refuses %o", (flags, message) => {
     expect(() => parseResetSpec(flags)).toThrow(message);
+  });
+
+  it("takes every shift in the signed 64-bit range, INT64's minimum and maximum included", () => {
+    expect(parseResetSpec({ shiftBy: "-9223372036854775808" })).toEqual({
+      kind: "shift-by",
+      shift: -(2n ** 63n),
+    });
+    expect(parseResetSpec({ shiftBy: "9223372036854775807" })).toEqual({
+      kind: "shift-by",
+      shift: 2n ** 63n - 1n,
+    });
   });
 
   it("describes a spec as its flags", () => {
