@@ -308,15 +308,19 @@ export function historyRefusal(
 }
 
 /**
- * The refusal for a group that did not apply the projection: it has checkpoints, and the group
- * has no committed offset on any partition that has one. A rebuild resets only the named group's
- * offsets, so when another group applied the records (a mistyped `--group`, or the default group
- * while the members run with their own) that group's members would go on from the high watermark
- * and leave the emptied projection empty. Partitions whose checkpoint is above the high watermark
- * (a recreated topic, which the rebuild exists for) are not counted. Undefined when the group has a
- * committed offset there, the projection has no such checkpoints (a new group of a new projection
- * or version), or `force` is set (the group's offsets expired, Kafka's `offsets.retention.minutes`,
- * or were deleted with a recreated topic, or it is the group that consumes from now on).
+ * The refusal for a group that did not apply the projection, or not all of it: the projection has
+ * checkpoints on a topic, and the group has no committed offset on any partition of that topic that
+ * has one. A rebuild resets only the named group's offsets, so when another group applied those
+ * records (a mistyped `--group`, the default group while the members run with their own, or a
+ * projection fed by two groups, each with its own topics) that group's members would go on from
+ * where they are and leave the emptied projection without those records. Counted per topic, not per
+ * partition: a member that stopped between a partition's first transaction and its first offset
+ * commit leaves one partition with a checkpoint and no committed offset, while a group subscribes
+ * whole topics. Partitions whose checkpoint is above the high watermark (a recreated topic, which the
+ * rebuild exists for) are not counted. Undefined when the group has a committed offset on every such
+ * topic, the projection has no such checkpoints (a new group of a new projection or version), or
+ * `force` is set (the group's offsets expired, Kafka's `offsets.retention.minutes`, or were deleted
+ * with a recreated topic, or it is the group that consumes from now on).
  */
 export function groupRefusal(
   plan: Pick<RebuildPlan, "projection" | "groupId" | "partitions">,
@@ -328,18 +332,25 @@ export function groupRefusal(
   const checkpointed = plan.partitions.filter(
     (p) => p.checkpoint !== null && BigInt(p.checkpoint) <= BigInt(p.highWatermark),
   );
-  if (checkpointed.length === 0 || checkpointed.some((p) => p.committedOffset !== null)) return undefined;
-  const shown = checkpointed
+  const committedTopics = new Set(checkpointed.filter((p) => p.committedOffset !== null).map((p) => p.topic));
+  const foreign = checkpointed.filter((p) => !committedTopics.has(p.topic));
+  if (foreign.length === 0) return undefined;
+  const shown = foreign
     .slice(0, 5)
     .map((p) => `${p.topic}:${p.partition} (checkpoint ${p.checkpoint})`)
     .join(", ");
-  const more = checkpointed.length > 5 ? ` and ${checkpointed.length - 5} more` : "";
+  const more = foreign.length > 5 ? ` and ${foreign.length - 5} more` : "";
+  const topics = [...new Set(foreign.map((p) => p.topic))];
+  const where =
+    committedTopics.size === 0
+      ? "on any partition the projection has checkpoints for"
+      : `on ${topics.length === 1 ? "topic" : "topics"} ${topics.join(", ")}, where the projection has checkpoints`;
   return {
     reason: "GROUP_HAS_NO_OFFSETS",
     message: [
-      `cannot rebuild ${plan.projection} with group ${plan.groupId}: the group has no committed offset on any partition the projection has checkpoints for (${shown}${more}), so another group applied those records.`,
-      `A rebuild resets only ${plan.groupId}'s offsets: the members of the group that applied them would go on from where they are and leave the emptied projection empty.`,
-      `Name the group the projection's members run with (--group), or run again with --force if ${plan.groupId} is the group that consumes the projection from now on (or its offsets expired, offsets.retention.minutes, or were deleted with a recreated topic).`,
+      `cannot rebuild ${plan.projection} with group ${plan.groupId}: the group has no committed offset ${where} (${shown}${more}), so another group applied those records.`,
+      `A rebuild resets only ${plan.groupId}'s offsets: the members of the group that applied them would go on from where they are and leave the emptied projection without them.`,
+      `Name the group the projection's members run with (--group), or run again with --force if ${plan.groupId} is the group that consumes ${committedTopics.size === 0 ? "the projection" : topics.join(", ")} from now on (or its offsets expired, offsets.retention.minutes, or were deleted with a recreated topic).`,
     ].join("\n"),
   };
 }

@@ -78,6 +78,26 @@ describe("groupRefusal", () => {
     expect(groupRefusal(other, true)).toBeUndefined();
   });
 
+  it("refuses when a whole topic the projection has checkpoints for has no committed offset of the group (a projection fed by two groups), unless forced", () => {
+    // The group applied topic t; topic u's records were applied by another group, whose members would
+    // go on past the emptied projection's records of u.
+    const twoGroups = plan([
+      partition(),
+      partition({ partition: 1, committedOffset: null }),
+      partition({ topic: "u", committedOffset: null }),
+      partition({ topic: "u", partition: 1, committedOffset: null, checkpoint: "7" }),
+      partition({ topic: "u", partition: 2, committedOffset: null, checkpoint: null }),
+    ]);
+    const refusal = groupRefusal(twoGroups, false);
+    expect(refusal?.reason).toBe("GROUP_HAS_NO_OFFSETS");
+    expect(refusal?.message).toContain(
+      "cannot rebuild ledger with group ledgr: the group has no committed offset on topic u, where the projection has checkpoints (u:0 (checkpoint 40), u:1 (checkpoint 7))",
+    );
+    expect(refusal?.message).toContain("--force");
+    expect(refusal?.message).not.toContain("t:1");
+    expect(groupRefusal(twoGroups, true)).toBeUndefined();
+  });
+
   it("allows the group that applied the projection, and any group of a projection without checkpoints", () => {
     expect(
       groupRefusal(plan([partition({ committedOffset: null }), partition({ partition: 1 })]), false),
