@@ -12,7 +12,9 @@ export interface LaterOffsets {
   /**
    * Offsets after the letter and below the checkpoint that are not dead letters left unapplied
    * (unresolved, discarded, a duplicate): records applied, duplicates skipped, or transaction
-   * markers and aborted records, which only the log could tell apart. Decimal.
+   * markers and aborted records, which only the log could tell apart. A letter resolved as
+   * `superseded` is not one: the rebuild handed its record back, and the rebuilt run applied it,
+   * skipped it, or dead-lettered it in a new row (which counts). Decimal.
    */
   readonly other: string;
 }
@@ -20,7 +22,8 @@ export interface LaterOffsets {
 /**
  * Reads the checkpoint of the letter's partition and counts the offsets between the letter and it
  * that are not dead letters of `projection` left unapplied (a letter resolved as `applied`, by a
- * retry, counts: its record was applied). With `lock` the checkpoint row is locked (`FOR UPDATE`):
+ * retry, counts: its record was applied; so does one resolved as `superseded` alone, whose record
+ * the rebuilt run read again). With `lock` the checkpoint row is locked (`FOR UPDATE`):
  * a member's transaction on the partition, which locks the same row first, runs wholly before the
  * read or after the caller's transaction. Undefined when the partition has no checkpoint (nothing
  * applied, or rebuilt since).
@@ -40,6 +43,7 @@ export async function laterOffsets(
              AND d."offset" > $4::bigint AND d."offset" < c.next_offset
            GROUP BY d."offset"
            HAVING bool_and(d.resolution IS DISTINCT FROM 'applied')
+             AND bool_or(d.resolution IS DISTINCT FROM 'superseded')
          ) unapplied
        ))::text AS other
      FROM replayable.checkpoints c

@@ -12,6 +12,7 @@ import { ledgerProjection } from "../../../src/projections/ledger/ledgerProjecti
 import type { KafkaRecord } from "../../../src/record.js";
 import { emptyProjection } from "../../../src/sql/emptyProjection.js";
 import { insertRebuild } from "../../../src/sql/insertRebuild.js";
+import { supersedeDeadLetters } from "../../../src/sql/supersedeDeadLetters.js";
 import { createTestDatabase, uniqueName, type TestDatabase } from "../../helpers/stack.js";
 import { readRebuildEpoch } from "../../../src/sql/lockCheckpoint.js";
 
@@ -305,6 +306,34 @@ describe("retryDeadLetter", () => {
     expect(await retry(gated, id)).toEqual({ kind: "applied" });
     const effects = await db.pool.query("SELECT body FROM public.effects WHERE topic = $1", [topic]);
     expect(effects.rows).toEqual([{ body: "gone" }]);
+  });
+
+  it("regression: last write wins: a later record whose letter a rebuild superseded, applied by the rebuilt run, still holds the retry back (it was counted as unapplied; break-it review)", async () => {
+    const topic = uniqueName("gated");
+    const sink: Projection<string> = { ...gated, name: "gated_lww_rebuilt", retryAfterLaterRecords: false };
+    const old: KafkaRecord = { ...credit(topic, 0, "-", 0), value: Buffer.from("old".padEnd(2000, ".")) };
+    const newer: KafkaRecord = { ...credit(topic, 1, "-", 0), value: Buffer.from("new") };
+    // @0 is too large, @1 is refused (its switch is off): two letters.
+    expect((await applyRecords(sink, [old, newer])).deadLettered).toHaveLength(2);
+    // A rebuild hands both back and supersedes their letters.
+    const client = await db.pool.connect();
+    try {
+      await client.query("BEGIN");
+      await supersedeDeadLetters(client, sink.name, [{ topic, partition: 0, fromOffset: "0" }], "test@host");
+      await client.query("COMMIT");
+    } finally {
+      client.release();
+    }
+    await rebuildLeavingLetters(sink, topic);
+    // The rebuilt run: @0 is too large again (a new letter), @1 is applied now.
+    await db.pool.query("INSERT INTO public.switches VALUES ($1)", [topic]);
+    const rebuilt = await applyRecords(sink, [old, newer]);
+    expect(rebuilt.applied).toBe(1);
+    const id = rebuilt.deadLettered[0]!.id;
+
+    expect(await retry(sink, id, 10_000)).toEqual({ kind: "later_records", checkpoint: "2", other: "1" });
+    const effects = await db.pool.query("SELECT body FROM public.effects WHERE topic = $1", [topic]);
+    expect(effects.rows).toEqual([{ body: "new" }]);
   });
 
   it("a letter written after a rebuild is retried as usual", async () => {
