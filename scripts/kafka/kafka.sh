@@ -217,10 +217,13 @@ prepare_node() {
 launch_node() {
   local id=$1 dir; dir=$(node_dir "$1")
   if running "$id"; then return; fi
-  if port_open "$(client_port "$id")"; then
-    log "port $(client_port "$id") of node $id is taken by a process this script did not start; stop it or set the ports"
-    exit 1
-  fi
+  local taken
+  for taken in "$(client_port "$id")" "$(controller_port "$id")"; do
+    if port_open "$taken"; then
+      log "port $taken of node $id is taken by a process this script did not start; stop it or set the ports (KAFKA_PORT and KAFKA_CONTROLLER_PORT, or KAFKA_CLUSTER_PORT and KAFKA_CLUSTER_CONTROLLER_PORT)"
+      exit 1
+    fi
+  done
   # shellcheck disable=SC2086
   nohup java -cp "$jars/*" -Dlog4j2.configurationFile="$here/log4j2.properties" -Dkafka.logs.dir="$dir" \
     $heap -XX:+UseG1GC kafka.Kafka "$dir/server.properties" >"$dir/stdout.log" 2>&1 </dev/null &
@@ -234,10 +237,10 @@ wait_port() {
   until port_open "$(client_port "$id")"; do
     if ! running "$id"; then
       log "node $id exited; last lines of $dir/server.log:"
-      tail -30 "$dir/server.log" "$dir/stdout.log" >&2 || true
+      tail -n 30 "$dir/server.log" "$dir/stdout.log" >&2 || true
       exit 1
     fi
-    if [ $SECONDS -ge "$deadline" ]; then log "node $id not ready after ${timeout_s}s"; tail -30 "$dir/server.log" >&2 || true; exit 1; fi
+    if [ $SECONDS -ge "$deadline" ]; then log "node $id not ready after ${timeout_s}s"; tail -n 30 "$dir/server.log" >&2 || true; exit 1; fi
     sleep 0.5
   done
 }

@@ -173,8 +173,8 @@ up() {
   log "node started, pid $(cat "$pidfile")"
   local deadline=$((SECONDS + timeout_s))
   until port_open "$sasl_port"; do
-    if ! running; then log "the node exited; last lines of $data/server.log:"; tail -30 "$data/server.log" "$data/stdout.log" >&2 || true; exit 1; fi
-    if [ $SECONDS -ge $deadline ]; then log "not ready after ${timeout_s}s"; tail -30 "$data/server.log" >&2 || true; exit 1; fi
+    if ! running; then log "the node exited; last lines of $data/server.log:"; tail -n 30 "$data/server.log" "$data/stdout.log" >&2 || true; exit 1; fi
+    if [ $SECONDS -ge $deadline ]; then log "not ready after ${timeout_s}s"; tail -n 30 "$data/server.log" >&2 || true; exit 1; fi
     sleep 0.5
   done
   answers $((deadline - SECONDS > 5 ? deadline - SECONDS : 5))
