@@ -19,6 +19,7 @@ import { createKafka } from "../kafka/client.js";
 import type { FailureContext } from "../kafka/securityFailure.js";
 import type { OauthBearerProvider } from "../kafka/securityConfig.js";
 import { connectClusterAdmin, deadLetterSink } from "../kafka/clients.js";
+import { missingTopicsError } from "../kafka/missingTopicsError.js";
 import type { DeadLetterSink } from "../kafka/deadLetterPublisher.js";
 import { KafkaFeed, type FetchLimits } from "../kafka/kafkaFeed.js";
 import { PlatformaticFeed } from "../kafka/platformatic/platformaticFeed.js";
@@ -284,10 +285,7 @@ export class ConsumerService {
       kafka,
       groupId: config.groupId,
       topics: this.topics,
-      topicsSource:
-        config.topics.length > 0
-          ? "REPLAYABLE_TOPICS, --topic or the config file's topics"
-          : `the default topics of projection ${this.options.projection.name}; name others with --topic`,
+      topicsSource: this.topicsSource(),
       sessionTimeoutMs: config.sessionTimeoutMs,
       heartbeatIntervalMs: config.heartbeatIntervalMs,
       fetchLimits: fetchLimitsOf(plan),
@@ -440,6 +438,9 @@ export class ConsumerService {
       await this.refuseIfVersioned();
       if (this.options.http !== false) await this.startHttp();
       // Before any record is read: prune, status and rebuild then know every topic it consumes.
+      // Only topics that exist (the feed checks them too): a refused run's misspelt topic would be
+      // kept as consumed, and status would warn of it as gone.
+      await this.refuseMissingTopics();
       await recordProjectionTopics(this.pool, this.options.projection.name, this.topics);
       // Counted before the first batch, so the gauge starts exact (see EventIdGauge).
       await this.eventIdGauge.start();
@@ -452,6 +453,24 @@ export class ConsumerService {
       log.info({ topics: this.topics }, "consumer started");
     })();
     return this.started;
+  }
+
+  /** Where the consumed topics' names came from, for the error naming one that does not exist. */
+  private topicsSource(): string {
+    return this.options.config.topics.length > 0
+      ? "REPLAYABLE_TOPICS, --topic or the config file's topics"
+      : `the default topics of projection ${this.options.projection.name}; name others with --topic`;
+  }
+
+  /**
+   * Refuses the start when a consumed topic does not exist on the cluster.
+   * @throws ReplayableError CONFIG_INVALID naming the topics and where their names came from
+   *   ({@link missingTopicsError}).
+   */
+  private async refuseMissingTopics(): Promise<void> {
+    const existing = new Set(await (await this.adminClient()).listTopics());
+    const missing = this.topics.filter((t) => !existing.has(t));
+    if (missing.length > 0) throw missingTopicsError(missing, this.topicsSource());
   }
 
   /** Serves /metrics, /healthz and /readyz (REPLAYABLE_METRICS_*), warning of basic auth over plain HTTP. */

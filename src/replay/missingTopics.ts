@@ -31,18 +31,23 @@ export async function assertTopicsOnCluster(
 }
 
 /**
- * `status`'s warning for a topic it found (in the projection's checkpoints or the group's committed
- * offsets) that the cluster does not list: deleted, or, when Kafka refused this principal Describe
- * on it (`refusal`, from topicsRefusingDescribe in src/kafka/accessCheck.ts), hidden by a missing ACL.
+ * `status`'s warning for a topic it found (in the projection's checkpoints, the group's committed
+ * offsets, or the topics the projection's members consumed, `replayable.projection_topics`) that the
+ * cluster does not list: deleted, or, when Kafka refused this principal Describe on it (`refusal`,
+ * from topicsRefusingDescribe in src/kafka/accessCheck.ts), hidden by a missing ACL.
  */
 export function goneTopicWarning(
   topic: string,
-  foundIn: "checkpoints" | "committed offsets",
+  foundIn: "checkpoints" | "committed offsets" | "consumed",
   refusal?: ReplayableError,
 ): string {
   const found =
-    foundIn === "checkpoints" ? "the projection has checkpoints" : "the group has committed offsets";
+    foundIn === "checkpoints"
+      ? "the projection has checkpoints for it"
+      : foundIn === "committed offsets"
+        ? "the group has committed offsets for it"
+        : "the projection's members consumed it";
   return refusal === undefined
-    ? `topic ${topic}: ${found} for it, but it no longer exists on the cluster`
-    : `topic ${topic}: ${found} for it, but the cluster does not list it to this principal: ${refusal.message}`;
+    ? `topic ${topic}: ${found}, but it no longer exists on the cluster`
+    : `topic ${topic}: ${found}, but the cluster does not list it to this principal: ${refusal.message}`;
 }

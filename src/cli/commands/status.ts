@@ -293,8 +293,14 @@ async function readPartitionStatus(
     },
     gone,
   );
+  const committedGone =
+    gone.length === 0 ? [] : (await admin.groupCommittedOffsets(config.groupId)).map((c) => c.topic);
   for (const topic of gone) {
-    const foundIn = checkpoints.some((c) => c.topic === topic) ? "checkpoints" : "committed offsets";
+    const foundIn = checkpoints.some((c) => c.topic === topic)
+      ? "checkpoints"
+      : committedGone.includes(topic)
+        ? "committed offsets"
+        : "consumed";
     warnings.push(goneTopicWarning(topic, foundIn, refused.get(topic)));
   }
   const topics = resolved.topics.filter((t) => !gone.includes(t));

@@ -68,6 +68,16 @@ export default defineConfig({
       `replayable: topic ${topic} (the default topics of projection ${name}; name others with --topic) does not exist on the cluster; create it first or correct the name`,
     );
     expect(run.code).toBe(2);
+    // Regression: the refused run recorded the topic as consumed, and status then warned, of every
+    // group, that the group had committed offsets for a topic that never existed (newcomer finding).
+    const consumed = await stack.db.pool.query(
+      "SELECT topic FROM replayable.projection_topics WHERE projection = $1",
+      [name],
+    );
+    expect(consumed.rows).toEqual([]);
+    const again = await runCli(["status"], { DATABASE_URL: stack.db.url }, { cwd: dir });
+    expect(again.stdout).not.toContain("WARNING");
+    expect(again.code).toBe(2);
   });
 
   const missing = "no-such-topic-4b1e";
@@ -127,6 +137,24 @@ export default defineConfig({
     expect(result.stdout).toMatch(new RegExp(`${topic}\\s+0\\s+0\\s+5\\s+-\\s+3\\s+5`));
     expect(result.stdout).toContain(
       `WARNING: topic ${gone}: the projection has checkpoints for it, but it no longer exists on the cluster`,
+    );
+  });
+
+  it("status says a gone topic the projection's members only consumed was consumed, not that the group has committed offsets for it", async () => {
+    const gone = uniqueName("gone");
+    // A member consumed it (recorded before reading), applied and committed nothing, and it was deleted.
+    await stack.db.pool.query(
+      "INSERT INTO replayable.projection_topics (projection, topic) VALUES ('github@v1', $1)",
+      [gone],
+    );
+    const result = await runCli(["status", "--projection", "github", "--group", uniqueName("g")], {
+      KAFKA_BROKERS: BROKERS.join(","),
+      DATABASE_URL: stack.db.url,
+    });
+    expectNoErrorLogLine(result.stderr);
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toContain(
+      `WARNING: version 1: topic ${gone}: the projection's members consumed it, but it no longer exists on the cluster`,
     );
   });
 

@@ -14,6 +14,10 @@ describe("goneTopicWarning", () => {
     expect(goneTopicWarning("orders", "committed offsets")).toContain(
       "the group has committed offsets for it",
     );
+    // Neither: a member consumed it (replayable.projection_topics) before it was deleted.
+    expect(goneTopicWarning("orders", "consumed")).toBe(
+      "topic orders: the projection's members consumed it, but it no longer exists on the cluster",
+    );
   });
 
   it("names TOPIC_AUTHORIZATION_FAILED and the Describe ACL instead of 'no longer exists' when Kafka refused it", () => {
