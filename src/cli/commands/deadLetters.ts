@@ -14,7 +14,8 @@ import { checkCodeOfVersion } from "../../versions/versionMigrations.js";
 import { checkDatabase } from "../../db/startupCheck.js";
 import { retryDeadLetter, type RetryOutcome } from "../../engine/retryDeadLetter.js";
 import { inCommandSpan, type Tracing } from "../../tracing/tracing.js";
-import { DEAD_LETTER_CODES, isErrorCode, ReplayableError } from "../../errors.js";
+import { DEAD_LETTER_CODES, errorMessage, isErrorCode, ReplayableError } from "../../errors.js";
+import { scrubSecrets } from "../../secrets/secrets.js";
 import { resolveDeadLetter } from "../../sql/resolveDeadLetter.js";
 import { laterOffsets } from "../../sql/laterOffsets.js";
 import { compareOffsets } from "../../offsets.js";
@@ -27,6 +28,7 @@ import {
   intFlag,
   printJson,
   printTable,
+  reportedError,
   withConnectionOptions,
   type CliSetup,
   type ConnectionFlags,
@@ -397,7 +399,10 @@ async function retryAction(flags: ChangeFlags): Promise<void> {
         await predictLaterRecords(pool, projection.name, letters);
       return;
     }
-    printRetryResults(await retryLetters(letters, { pool, projection, config, log, flags }), flags.output);
+    const run = await retryLetters(letters, { pool, projection, config, log, flags });
+    printRetryResults(run, flags.output);
+    // Printed first: the letters before it were committed, each in its own transaction.
+    if (run.stopped !== undefined) throw run.stopped.error;
   } finally {
     await pool.end();
   }
@@ -418,16 +423,38 @@ interface RetryContext {
   readonly flags: ChangeFlags;
 }
 
-/** Retries `letters` one by one, each in a transaction of its own, in one command span. */
-async function retryLetters(letters: readonly DeadLetter[], ctx: RetryContext): Promise<RetryResult[]> {
+/**
+ * What {@link retryLetters} did: the outcome of each letter retried, and, when an error (a
+ * transient database failure, a lock timeout) stopped it, the letter it stopped at (nothing changed
+ * for it: its transaction rolled back) and the letters after it, not tried.
+ */
+interface RetryRun {
+  readonly results: readonly RetryResult[];
+  readonly stopped?: { readonly id: string; readonly offset: string; readonly error: unknown };
+  readonly notTried: readonly { readonly id: string; readonly offset: string }[];
+}
+
+/** `topic/partition@offset`, as the retry's output names a letter's record. */
+function recordOf(letter: DeadLetter): string {
+  const { topic, partition, offset } = letter.record;
+  return `${topic}/${partition}@${offset}`;
+}
+
+/**
+ * Retries `letters` one by one, each in a transaction of its own, in one command span. An error
+ * stops it at that letter; the letters before it keep their committed outcomes (so the run says
+ * what it did, then the caller throws the error).
+ */
+async function retryLetters(letters: readonly DeadLetter[], ctx: RetryContext): Promise<RetryRun> {
   const { pool, projection, config, log, flags } = ctx;
   const traced = { tracesExporter: config.tracesExporter, log };
   const attributes = { "replayable.projection": projection.name, "replayable.dead_letters": letters.length };
   return inCommandSpan(traced, "dead-letters retry", attributes, async (tracing) => {
     const results: RetryResult[] = [];
-    for (const letter of letters) {
-      const client = await pool.connect();
+    for (const [index, letter] of letters.entries()) {
+      let client: pg.PoolClient | undefined;
       try {
+        client = await pool.connect();
         const retry = (retryClient: pg.PoolClient) =>
           retryDeadLetter({
             client: retryClient,
@@ -441,13 +468,15 @@ async function retryLetters(letters: readonly DeadLetter[], ctx: RetryContext): 
             log,
           });
         const outcome = await tracedRetry(tracing, letter, projection.name, client, retry);
-        const { topic, partition, offset } = letter.record;
-        results.push({ id: letter.id, offset: `${topic}/${partition}@${offset}`, outcome });
+        results.push({ id: letter.id, offset: recordOf(letter), outcome });
+      } catch (error) {
+        const notTried = letters.slice(index + 1).map((l) => ({ id: l.id, offset: recordOf(l) }));
+        return { results, stopped: { id: letter.id, offset: recordOf(letter), error }, notTried };
       } finally {
-        client.release();
+        client?.release();
       }
     }
-    return results;
+    return { results, notTried: [] };
   });
 }
 
@@ -466,8 +495,15 @@ function tracedRetry(
   return tracing.deadLetterRetry({ id: letter.id, projection, record: letter.record }, client, retry);
 }
 
-/** Prints what each retry did and the totals; sets exit code 1 if any failed again or was not retried. */
-function printRetryResults(results: readonly RetryResult[], output: string): void {
+/**
+ * Prints what each retry did and the totals, and where an error stopped the run; sets exit code 1
+ * if any failed again or was not retried.
+ */
+function printRetryResults(run: RetryRun, output: string): void {
+  const { results, stopped, notTried } = run;
+  // As the error is printed (secrets scrubbed); table cells are made terminal-safe by printTable.
+  const stoppedMessage =
+    stopped === undefined ? "" : scrubSecrets(errorMessage(reportedError(stopped.error)));
   const count = (kind: RetryOutcome["kind"]) => results.filter((r) => r.outcome.kind === kind).length;
   const failed = count("failed");
   const later = count("later_records");
@@ -478,13 +514,32 @@ function printRetryResults(results: readonly RetryResult[], output: string): voi
       letters: results.length,
       retried,
       results: results.map((r) => ({ id: r.id, ...r.outcome })),
+      ...(stopped === undefined
+        ? {}
+        : { stopped: { id: stopped.id, error: stoppedMessage }, notTried: notTried.map((l) => l.id) }),
     });
   else {
-    printTable(results.map((r) => ({ id: r.id, record: r.offset, outcome: describeOutcome(r.outcome) })));
+    printTable([
+      ...results.map((r) => ({ id: r.id, record: r.offset, outcome: describeOutcome(r.outcome) })),
+      ...(stopped === undefined
+        ? []
+        : [
+            {
+              id: stopped.id,
+              record: stopped.offset,
+              outcome: `stopped: ${stoppedMessage}; nothing changed for it`,
+            },
+          ]),
+      ...notTried.map((l) => ({ id: l.id, record: l.offset, outcome: "not tried" })),
+    ]);
     process.stdout.write(
       `${results.length} dead letters, ${retried} retried: ${count("applied")} applied, ${count("duplicate")} duplicate, ${failed} failed again; ${count("superseded")} superseded by a rebuild, ${later} not retried after later records, ${count("already_resolved")} already resolved\n`,
     );
   }
+  if (stopped !== undefined)
+    process.stderr.write(
+      `replayable: the retry stopped at dead letter ${stopped.id} (${stopped.offset}), nothing changed for it; the ${results.length} before it keep the outcomes above, ${notTried.length} after it were not tried; run the command again once the cause below is fixed\n`,
+    );
   if (failed > 0) {
     process.stderr.write(
       `replayable: ${failed} of ${results.length} dead letters failed again; see \`dead-letters show <id>\`\n`,

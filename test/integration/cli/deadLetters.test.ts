@@ -5,6 +5,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ClusterAdmin } from "../../../src/kafka/admin.js";
 import { produceRecords } from "../../../src/kafka/producer.js";
+import { applyBatch } from "../../../src/engine/applyBatch.js";
+import { createLogger } from "../../../src/logger.js";
+import { ledgerProjection } from "../../../src/projections/ledger/ledgerProjection.js";
+import { readRebuildEpoch } from "../../../src/sql/lockCheckpoint.js";
 import { runCli, startCli } from "../../helpers/process.js";
 import {
   createTestDatabase,
@@ -315,6 +319,111 @@ describe("dead-letters", () => {
     // Nothing left to retry but the zero amount.
     const left = JSON.parse((await cli("list", "--output", "json")).stdout) as { id: string }[];
     expect(left.map((l) => l.id)).toEqual([ids.zero]);
+  });
+});
+
+describe("dead-letters retry stopped part-way", () => {
+  it("regression: an error on one letter stops the retry, which still prints what it did before (committed, each in its transaction) and what it did not try (it printed only the error; review finding)", async () => {
+    const stopTopic = uniqueName("dl-stop");
+    const credit = (offset: number, account: string) => ({
+      topic: stopTopic,
+      partition: 0,
+      offset: String(offset),
+      timestamp: "1767225600000",
+      key: Buffer.from(account),
+      value: Buffer.from(JSON.stringify({ account, amount: 7, pad: "p".repeat(300) })),
+      headers: {
+        ce_specversion: [Buffer.from("1.0")],
+        ce_id: [Buffer.from(`${stopTopic}-${offset}`)],
+        ce_type: [Buffer.from("ledger.account.credited")],
+      },
+    });
+    const accounts = [uniqueName("acc"), uniqueName("acc"), uniqueName("acc")];
+    const client = await db.pool.connect();
+    let letters: string[];
+    try {
+      const result = await applyBatch({
+        client,
+        projection: ledgerProjection,
+        topic: stopTopic,
+        partition: 0,
+        records: accounts.map((a, i) => credit(i, a)),
+        maxRecordBytes: 100,
+        rebuildEpoch: await readRebuildEpoch(client, "ledger"),
+        log: createLogger("silent"),
+      });
+      letters = result.deadLettered.map((d) => d.id);
+    } finally {
+      client.release();
+    }
+    expect(letters).toHaveLength(3);
+    // Another session holds the second account's row: that letter's retry times out on its lock.
+    const holder = await db.pool.connect();
+    try {
+      await holder.query("BEGIN");
+      await holder.query("INSERT INTO ledger.ledger_accounts (account_id, balance_cents) VALUES ($1, 0)", [
+        accounts[1],
+      ]);
+      const result = await runCli(
+        [
+          "dead-letters",
+          "retry",
+          "--projection",
+          "ledger",
+          "--topic",
+          stopTopic,
+          "--execute",
+          "--output",
+          "json",
+        ],
+        { DATABASE_URL: db.url, REPLAYABLE_LOCK_TIMEOUT_MS: "1000" },
+      );
+      expect(result.code).toBe(1);
+      expect(result.stderr).toContain("lock timeout");
+      const printed = JSON.parse(result.stdout) as {
+        letters: number;
+        retried: number;
+        results: { id: string; kind: string }[];
+        stopped: { id: string; error: string };
+        notTried: string[];
+      };
+      expect(printed.results).toEqual([{ id: letters[0], kind: "applied" }]);
+      expect(printed.stopped).toMatchObject({ id: letters[1] });
+      expect(printed.stopped.error).toContain("lock timeout");
+      expect(printed.notTried).toEqual([letters[2]]);
+    } finally {
+      await holder.query("ROLLBACK");
+      holder.release();
+    }
+    expect(await balance(accounts[0]!)).toBe("7");
+    expect(await balance(accounts[1]!)).toBeUndefined();
+    // The table output says the same (letter 0 is resolved now: 1 stops the retry, 2 is not tried).
+    const holder2 = await db.pool.connect();
+    try {
+      await holder2.query("BEGIN");
+      await holder2.query("INSERT INTO ledger.ledger_accounts (account_id, balance_cents) VALUES ($1, 0)", [
+        accounts[1],
+      ]);
+      const result = await runCli(
+        ["dead-letters", "retry", "--projection", "ledger", "--topic", stopTopic, "--execute"],
+        {
+          DATABASE_URL: db.url,
+          REPLAYABLE_LOCK_TIMEOUT_MS: "1000",
+        },
+      );
+      expect(result.code).toBe(1);
+      expect(result.stdout).toMatch(
+        new RegExp(
+          `^${letters[1]}\\s+${stopTopic}/0@1\\s+stopped: .*lock timeout.*; nothing changed for it$`,
+          "m",
+        ),
+      );
+      expect(result.stdout).toMatch(new RegExp(`^${letters[2]}\\s+${stopTopic}/0@2\\s+not tried$`, "m"));
+      expect(result.stderr).toContain(`replayable: the retry stopped at dead letter ${letters[1]}`);
+    } finally {
+      await holder2.query("ROLLBACK");
+      holder2.release();
+    }
   });
 });
 
