@@ -3,6 +3,7 @@
  * `{"key": ..., "value": ..., "headers": {...}}`, so a newcomer can put test records on their own
  * topic without another tool.
  */
+import { parseTree } from "jsonc-parser";
 import { ReplayableError } from "../errors.js";
 import type { ProducerRecord } from "../kafka/producer.js";
 
@@ -12,10 +13,11 @@ const FIELDS = new Set(["key", "value", "headers"]);
 /**
  * Parses `content` (the file's text), one record per non-blank line:
  * - `key`: a string, or null/absent (no key: Kafka spreads such records over the partitions);
- * - `value`: a string (sent as it is, UTF-8), any other JSON value (sent as its JSON text), or
- *   null/absent (a tombstone);
+ * - `value`: a string (sent as it is, UTF-8), any other JSON value (sent as the line's own text of
+ *   it, byte for byte: a number beyond 2^53, `1.50` or `1e2` is not rewritten by a parse and
+ *   JSON.stringify), or null/absent (a tombstone);
  * - `headers`: an object of string values (absent: none).
- * Blank lines are skipped.
+ * Blank lines are skipped; a field given twice in a line is refused (JSON.parse would keep the last).
  * @param source the file's name, for the messages.
  * @throws ReplayableError CONFIG_INVALID naming the file and every line that is not such an
  *   object (the first 20), each with what is wrong, and what is valid.
@@ -61,6 +63,15 @@ function parseLine(text: string): ProducerRecord | string {
   const fields = line as Record<string, unknown>;
   const unknown = Object.keys(fields).filter((f) => !FIELDS.has(f));
   if (unknown.length > 0) return `unknown field ${unknown.map((f) => `"${f}"`).join(", ")}`;
+  // The line's own text of each field (JSON.parse accepted the line, so the tree is whole).
+  const texts = new Map<string, string>();
+  for (const property of parseTree(text)?.children ?? []) {
+    const [name, node] = property.children ?? [];
+    if (name === undefined || node === undefined) continue;
+    const field = name.value as string;
+    if (texts.has(field)) return `field "${field}" given twice`;
+    texts.set(field, text.slice(node.offset, node.offset + node.length));
+  }
   const { key, value, headers } = fields;
   if (key !== undefined && key !== null && typeof key !== "string") return '"key" must be a string or null';
   if (headers !== undefined && (typeof headers !== "object" || headers === null || Array.isArray(headers)))
@@ -71,11 +82,7 @@ function parseLine(text: string): ProducerRecord | string {
   return {
     key: key ?? null,
     value:
-      value === undefined || value === null
-        ? null
-        : typeof value === "string"
-          ? value
-          : JSON.stringify(value),
+      value === undefined || value === null ? null : typeof value === "string" ? value : texts.get("value")!,
     ...(headerEntries.length === 0
       ? {}
       : { headers: Object.fromEntries(headerEntries) as Record<string, string> }),

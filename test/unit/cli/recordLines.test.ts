@@ -43,4 +43,22 @@ describe("the records file of `produce --topic T --file F`", () => {
       /many\.jsonl line 20: not JSON .*\n\(and 5 more\)\n/,
     );
   });
+
+  it("regression: sends a JSON value as the line's own text, so numbers beyond 2^53 and their notation are kept (it sent JSON.stringify of the parsed value; review finding)", () => {
+    const [record] = parseRecordLines(
+      '{"key":"k","value":{"id":9007199254740993, "amount":1.50,"n":1e2,"s":"\\u00e9"}}\n',
+      "f",
+    );
+    expect(record!.value).toBe('{"id":9007199254740993, "amount":1.50,"n":1e2,"s":"\\u00e9"}');
+    const [array] = parseRecordLines('{"value": [18446744073709551615, true] }', "f");
+    expect(array!.value).toBe("[18446744073709551615, true]");
+  });
+
+  it("refuses a line that names a field twice (JSON.parse keeps the last, silently)", () => {
+    expect(() => parseRecordLines('{"value":{"a":1},"value":{"a":2}}', "f")).toThrow(
+      'f line 1: field "value" given twice',
+    );
+    // Inside the value, the text is the producer's to choose: sent as written.
+    expect(parseRecordLines('{"value":{"a":1,"a":2}}', "f")[0]!.value).toBe('{"a":1,"a":2}');
+  });
 });
