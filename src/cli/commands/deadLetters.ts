@@ -255,7 +255,7 @@ function showCommand(): Command {
     .argument("<id>", "dead letter id (see `dead-letters list`)")
     .option(
       "--projection <name>",
-      "only a dead letter of this projection (ids are unique across projections)",
+      "only a dead letter of this projection or one of its versions (ids are unique across projections)",
     )
     .addOption(new Option("--output <format>", "text or json").choices(["text", "json"]).default("text"))
     .action(action(showAction));
@@ -278,8 +278,16 @@ async function showAction(
   await checkDatabase(config.databaseUrl, []);
   const pool = createPool({ connectionString: config.databaseUrl, max: 1 });
   try {
-    const only = flags.projection === undefined ? {} : { projection: flags.projection };
-    const [letter] = await selectDeadLetters(pool, { ids: [id], state: "all", ...only });
+    const [found] = await selectDeadLetters(pool, { ids: [id], state: "all" });
+    // A version's letters are kept under its dedupe key, `P@vN` (versionKey): P names them too.
+    const named = flags.projection;
+    const letter =
+      named === undefined ||
+      found === undefined ||
+      found.projection === named ||
+      found.projection.startsWith(`${named}@v`)
+        ? found
+        : undefined;
     if (letter === undefined)
       throw new ReplayableError(
         "NOT_FOUND",

@@ -234,6 +234,22 @@ describe("dead-letters", () => {
     expect(other.stderr).toBe(`replayable: no dead letter with id ${ids.binary} of projection github\n`);
   });
 
+  it("regression: show --projection P finds a letter of one of P's versions (stored under P@vN; it said there was none; review finding)", async () => {
+    const inserted = await db.pool.query<{ id: string }>(
+      `INSERT INTO replayable.dead_letters (projection, topic, partition, "offset", error_code, error_message)
+       VALUES ('sales@v2', 'sales-events', 0, 5, 'DECODE_FAILED', 'bad') RETURNING id`,
+    );
+    const id = inserted.rows[0]!.id;
+    const own = await cli("show", id, "--projection", "sales");
+    expect(own.code, own.stderr).toBe(0);
+    expect(own.stdout).toContain(`dead letter ${id} (projection sales@v2)`);
+    expect((await cli("show", id, "--projection", "sales@v2")).code).toBe(0);
+    const other = await cli("show", id, "--projection", "sale");
+    expect(other.code).toBe(1);
+    expect(other.stderr).toBe(`replayable: no dead letter with id ${id} of projection sale\n`);
+    await db.pool.query("DELETE FROM replayable.dead_letters WHERE id = $1", [id]);
+  });
+
   it("retry is a dry run without --execute and changes nothing", async () => {
     const result = await cli("retry", "--code", "RECORD_TOO_LARGE");
     expect(result.code).toBe(0);
