@@ -1,6 +1,7 @@
 /** How `replayable dead-letters` prints dead letters and reads its time flags. */
 import { ReplayableError } from "../errors.js";
 import { isUtf8 } from "../engine/dedupeKeys.js";
+import { daysInMonth } from "../replay/timeSpecs.js";
 import { scrubSecrets } from "../secrets/secrets.js";
 import type { DeadLetter } from "../sql/selectDeadLetters.js";
 import { terminalSafe } from "../text/terminalText.js";
@@ -140,14 +141,42 @@ export function parseTimeFlag(flag: string, value: string | undefined, now = Dat
   const duration = /^(\d+)(s|m|h|d)$/.exec(value);
   if (duration) {
     const unit = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[duration[2] as "s" | "m" | "h" | "d"];
-    return new Date(now - Number(duration[1]) * unit);
+    const date = new Date(now - Number(duration[1]) * unit);
+    // Past JavaScript's dates (±8.64e15 ms): refused here, not sent to PostgreSQL as "0NaN-…".
+    if (!Number.isNaN(date.getTime())) return date;
   }
-  if (/^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/.test(value)) {
+  const parts =
+    /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?$/.exec(
+      value,
+    );
+  // Only days and times that exist: Date would roll 2026-02-30 over to 2026-03-02.
+  if (parts !== null && calendarValid(parts)) {
     const date = new Date(value.length === 10 ? `${value}T00:00:00Z` : value);
     if (!Number.isNaN(date.getTime())) return date;
   }
   throw new ReplayableError(
     "CONFIG_INVALID",
     `${flag}: "${value}" is not a time; give an ISO-8601 date-time such as 2026-01-31T12:00:00Z, or a duration back from now such as 90s, 15m, 2h or 7d`,
+  );
+}
+
+/** Whether the date-time's year, month, day, hour, minute and second name a day and time that exist. */
+function calendarValid(parts: RegExpExecArray): boolean {
+  const [year, month, day, hour, minute, second] = parts.slice(1, 7).map((p) => Number(p ?? "0")) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
+  return (
+    month >= 1 &&
+    month <= 12 &&
+    day >= 1 &&
+    day <= daysInMonth(year, month) &&
+    hour <= 23 &&
+    minute <= 59 &&
+    second <= 59
   );
 }

@@ -84,7 +84,8 @@ export function timestampBefore(nowMs: number, durationMs: bigint): number {
   return t < 0n ? 0 : Number(t);
 }
 
-function daysInMonth(year: number, month: number): number {
+/** The days of `month` (1–12) of `year` in the proleptic Gregorian calendar. */
+export function daysInMonth(year: number, month: number): number {
   if (month === 2) return (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0 ? 29 : 28;
   return [4, 6, 9, 11].includes(month) ? 30 : 31;
 }

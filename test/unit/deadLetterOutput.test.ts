@@ -27,15 +27,27 @@ describe("parseTimeFlag", () => {
     expect(parseTimeFlag("--since", value, now)?.toISOString()).toBe(iso);
   });
 
-  it.each(["yesterday", "2026-13-45", "-5m", "5 minutes", "2026/01/31"])(
-    "refuses %s, naming the flag",
-    (value) => {
-      expect(() => parseTimeFlag("--until", value, now)).toThrow(ReplayableError);
-      expect(() => parseTimeFlag("--until", value, now)).toThrow(
-        /^--until: ".*" is not a time; give an ISO-8601 date-time/,
-      );
-    },
-  );
+  // Regression (review finding): a date that does not exist rolled over (2026-02-30 meant
+  // 2026-03-02), and a duration past the Date range went to PostgreSQL as "0NaN-NaN-…".
+  it.each([
+    "yesterday",
+    "2026-13-45",
+    "-5m",
+    "5 minutes",
+    "2026/01/31",
+    "2026-02-30",
+    "2026-02-29T10:00:00Z",
+    "2026-04-31T00:00:00+02:00",
+    "2026-01-31T24:00:00Z",
+    "2026-01-31T12:60:00Z",
+    "99999999999999d",
+    "9999999999999999999999s",
+  ])("refuses %s, naming the flag", (value) => {
+    expect(() => parseTimeFlag("--until", value, now)).toThrow(ReplayableError);
+    expect(() => parseTimeFlag("--until", value, now)).toThrow(
+      /^--until: ".*" is not a time; give an ISO-8601 date-time/,
+    );
+  });
 });
 
 describe("dead-letter output of hostile records and secrets (issue 26 items 6 and 10)", () => {

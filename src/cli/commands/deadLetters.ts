@@ -162,7 +162,8 @@ const MAX_BIGINT = 9_223_372_036_854_775_807n;
 
 /** True for the decimal text of a `bigint` id (1 to 2^63 - 1; 19 digits fit, not all of them). */
 function isDeadLetterId(id: string): boolean {
-  return /^\d{1,19}$/.test(id) && BigInt(id) <= MAX_BIGINT;
+  // Leading zeros of any length are the same id; 0 is none (bigserial starts at 1).
+  return /^\d+$/.test(id) && BigInt(id) >= 1n && BigInt(id) <= MAX_BIGINT;
 }
 
 /**
@@ -360,17 +361,14 @@ async function predictLaterRecords(
   pool: pg.Pool,
   projection: string,
   letters: readonly DeadLetter[],
-): Promise<void> {
-  const refused: string[] = [];
+): Promise<{ id: string; reason: string }[]> {
+  const refused: { id: string; reason: string }[] = [];
   for (const letter of letters) {
     const later = await laterOffsets(pool, projection, letter.record, false);
     if (later !== undefined && BigInt(later.other) > 0n)
-      refused.push(`${letter.id} (${laterText(later.other, later.checkpoint)})`);
+      refused.push({ id: letter.id, reason: laterText(later.other, later.checkpoint) });
   }
-  if (refused.length > 0)
-    process.stdout.write(
-      `--execute would not retry ${refused.length} of them unless --out-of-order: ${refused.join("; ")}\n`,
-    );
+  return refused;
 }
 
 /** One retried dead letter: its id, its record as `topic/partition@offset`, and what the retry did. */
@@ -402,9 +400,11 @@ async function retryAction(flags: ChangeFlags): Promise<void> {
     // In offset order within a partition: a letter retried first is not a later record of another.
     const letters = (await selectNamed(pool, flags, projection.name)).sort(byRecord);
     if (!flags.execute) {
-      dryRun("retry", letters, flags.output);
-      if (projection.retryAfterLaterRecords === false && flags.output !== "json")
-        await predictLaterRecords(pool, projection.name, letters);
+      const held =
+        projection.retryAfterLaterRecords === false
+          ? await predictLaterRecords(pool, projection.name, letters)
+          : [];
+      dryRun("retry", letters, flags.output, held);
       return;
     }
     const run = await retryLetters(letters, { pool, projection, config, log, flags });
@@ -603,12 +603,18 @@ async function discardAction(flags: ChangeFlags): Promise<void> {
   }
 }
 
-function dryRun(verb: string, letters: readonly DeadLetter[], output: string): void {
+function dryRun(
+  verb: string,
+  letters: readonly DeadLetter[],
+  output: string,
+  notRetried?: readonly { id: string; reason: string }[],
+): void {
   if (output === "json") {
     printJson({
       dryRun: true,
       wouldAffect: letters.length,
       deadLetters: letters.map((l) => letterJson(l, false)),
+      ...(notRetried === undefined ? {} : { wouldNotRetry: notRetried }),
     });
     return;
   }
@@ -616,6 +622,10 @@ function dryRun(verb: string, letters: readonly DeadLetter[], output: string): v
   process.stdout.write(
     `dry run: would ${verb} ${letters.length} dead letter${letters.length === 1 ? "" : "s"}; add --execute to do it\n`,
   );
+  if (notRetried !== undefined && notRetried.length > 0)
+    process.stdout.write(
+      `--execute would not retry ${notRetried.length} of them unless --out-of-order: ${notRetried.map((r) => `${r.id} (${r.reason})`).join("; ")}\n`,
+    );
 }
 
 /** Builds the `dead-letters` command and its subcommands. */

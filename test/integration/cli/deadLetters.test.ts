@@ -234,6 +234,24 @@ describe("dead-letters", () => {
     expect(other.stderr).toBe(`replayable: no dead letter with id ${ids.binary} of projection github\n`);
   });
 
+  it("regression: ids are whole numbers from 1, leading zeros of any length allowed (0 passed as an id, and 20 digits with leading zeros were refused; review finding)", async () => {
+    for (const args of [
+      ["list", "--id", "0"],
+      ["retry", "--id", "0"],
+      ["show", "0"],
+    ]) {
+      const refused = await cli(...args);
+      expect(refused.code, args.join(" ")).toBe(2);
+      expect(refused.stderr).toContain('"0" is not a dead letter id; ids are whole numbers from 1');
+    }
+    const padded = ids.binary.padStart(20, "0");
+    const shown = await cli("show", padded);
+    expect(shown.code, shown.stderr).toBe(0);
+    expect(shown.stdout).toContain(`dead letter ${ids.binary} (projection ledger)`);
+    const listed = await cli("list", "--id", padded, "--state", "all", "--output", "json");
+    expect((JSON.parse(listed.stdout) as { id: string }[]).map((l) => l.id)).toEqual([ids.binary]);
+  });
+
   it("regression: show --projection P finds a letter of one of P's versions (stored under P@vN; it said there was none; review finding)", async () => {
     const inserted = await db.pool.query<{ id: string }>(
       `INSERT INTO replayable.dead_letters (projection, topic, partition, "offset", error_code, error_message)

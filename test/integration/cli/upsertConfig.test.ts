@@ -234,6 +234,13 @@ it("regression: dead-letters retry of a sink's letter refuses it after later rec
   expect(dry.stdout).toContain(
     `--execute would not retry 1 of them unless --out-of-order: ${first!.id} (1 offset`,
   );
+  // Regression: the JSON dry run left that out (review finding).
+  const dryJson = await runCli(["dead-letters", "retry", "--output", "json"], env, { cwd: dir });
+  expect(dryJson.code, dryJson.stderr).toBe(0);
+  const predicted = JSON.parse(dryJson.stdout) as { wouldNotRetry: { id: string; reason: string }[] };
+  expect(predicted.wouldNotRetry).toEqual([
+    { id: first!.id, reason: expect.stringContaining("1 offset after it in its partition (checkpoint 4)") },
+  ]);
 
   const retried = await runCli(["dead-letters", "retry", "--execute"], env, { cwd: dir });
   expect(retried.code, retried.stderr).toBe(1);
