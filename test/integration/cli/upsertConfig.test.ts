@@ -238,9 +238,8 @@ it("regression: dead-letters retry of a sink's letter refuses it after later rec
   const dryJson = await runCli(["dead-letters", "retry", "--output", "json"], env, { cwd: dir });
   expect(dryJson.code, dryJson.stderr).toBe(0);
   const predicted = JSON.parse(dryJson.stdout) as { wouldNotRetry: { id: string; reason: string }[] };
-  expect(predicted.wouldNotRetry).toEqual([
-    { id: first!.id, reason: expect.stringContaining("1 offset after it in its partition (checkpoint 4)") },
-  ]);
+  expect(predicted.wouldNotRetry.map((r) => r.id)).toEqual([first!.id]);
+  expect(predicted.wouldNotRetry[0]!.reason).toContain("1 offset after it in its partition (checkpoint 4)");
 
   const retried = await runCli(["dead-letters", "retry", "--execute"], env, { cwd: dir });
   expect(retried.code, retried.stderr).toBe(1);
