@@ -13,7 +13,7 @@ SOAK_KAFKA = KAFKA_NODES=3 KAFKA_CLUSTER_PORT=39092 KAFKA_CLUSTER_CONTROLLER_POR
 .PHONY: help install up down pg prometheus migrate build typecheck lint test test-unit test-int test-platformatic test-cluster test-security test-faults test-smoke soak demo bench clean
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
 
 node_modules/.package-lock.json: package-lock.json
 	npm ci --no-audit --no-fund

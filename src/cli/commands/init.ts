@@ -55,7 +55,8 @@ const JOURNAL = {
 };
 
 const MIGRATION = `-- The orders projection's tables. Migrations are applied in the order of meta/_journal.json by
--- \`replayable migrate\` (drizzle's migrator), tracked in replayable.__drizzle_migrations_orders.
+-- \`replayable migrate\` (drizzle's migrator), tracked in replayable.__drizzle_migrations_<projection name>
+-- (replayable.__drizzle_migrations_orders while the projection is named orders).
 -- Never edit a migration once applied: add the next one (\`npx drizzle-kit generate --custom\`
 -- writes an empty one with its journal entry).
 CREATE SCHEMA IF NOT EXISTS "orders";
