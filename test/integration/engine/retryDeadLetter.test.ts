@@ -336,6 +336,65 @@ describe("retryDeadLetter", () => {
     expect(effects.rows).toEqual([{ body: "new" }]);
   });
 
+  it("regression: last write wins: a later record whose letter was discarded before a rebuild, applied by the rebuilt run, still holds the retry back (the discarded letter was counted as unapplied; review finding)", async () => {
+    const topic = uniqueName("gated");
+    const sink: Projection<string> = { ...gated, name: "gated_lww_discarded", retryAfterLaterRecords: false };
+    const old: KafkaRecord = { ...credit(topic, 0, "-", 0), value: Buffer.from("old".padEnd(2000, ".")) };
+    const newer: KafkaRecord = { ...credit(topic, 1, "-", 0), value: Buffer.from("new") };
+    const first = await applyRecords(sink, [old, newer]);
+    expect(first.deadLettered).toHaveLength(2);
+    // The operator discards @1's letter; the rebuild supersedes only the unresolved one (@0's).
+    await db.pool.query(
+      "UPDATE replayable.dead_letters SET resolution = 'discarded', resolved_at = now(), resolved_by = 'op' WHERE id = $1",
+      [first.deadLettered[1]!.id],
+    );
+    const client = await db.pool.connect();
+    try {
+      await client.query("BEGIN");
+      await supersedeDeadLetters(client, sink.name, [{ topic, partition: 0, fromOffset: "0" }], "test@host");
+      await client.query("COMMIT");
+    } finally {
+      client.release();
+    }
+    await rebuildLeavingLetters(sink, topic);
+    await db.pool.query("INSERT INTO public.switches VALUES ($1)", [topic]);
+    const rebuilt = await applyRecords(sink, [old, newer]);
+    expect(rebuilt.applied).toBe(1);
+    expect(await retry(sink, rebuilt.deadLettered[0]!.id, 10_000)).toEqual({
+      kind: "later_records",
+      checkpoint: "2",
+      other: "1",
+    });
+    const effects = await db.pool.query("SELECT body FROM public.effects WHERE topic = $1", [topic]);
+    expect(effects.rows).toEqual([{ body: "new" }]);
+  });
+
+  it("last write wins: a letter written before a rebuild does not count for the rebuilt run, nor hold a retry back that a new letter at its offset allows", async () => {
+    const topic = uniqueName("gated");
+    const sink: Projection<string> = { ...gated, name: "gated_lww_applied", retryAfterLaterRecords: false };
+    const a: KafkaRecord = { ...credit(topic, 0, "-", 0), value: Buffer.from("a".padEnd(2000, ".")) };
+    const b: KafkaRecord = { ...credit(topic, 1, "-", 0), value: Buffer.from("b".padEnd(2000, ".")) };
+    // Before the rebuild: @1's letter was retried and applied.
+    const first = await applyRecords(sink, [a, b]);
+    expect(first.deadLettered).toHaveLength(2);
+    await db.pool.query("INSERT INTO public.switches VALUES ($1)", [topic]);
+    expect(await retry(sink, first.deadLettered[1]!.id, 10_000)).toEqual({ kind: "applied" });
+    // The rebuild, as `rebuild` runs it: @0's unresolved letter superseded, the projection emptied.
+    const client = await db.pool.connect();
+    try {
+      await client.query("BEGIN");
+      await supersedeDeadLetters(client, sink.name, [{ topic, partition: 0, fromOffset: "0" }], "test@host");
+      await client.query("COMMIT");
+    } finally {
+      client.release();
+    }
+    await rebuildLeavingLetters(sink, topic);
+    // The rebuilt run dead-letters both again (too large): @1 is a letter left unapplied now.
+    const rebuilt = await applyRecords(sink, [a, b]);
+    expect(rebuilt.deadLettered).toHaveLength(2);
+    expect(await retry(sink, rebuilt.deadLettered[0]!.id, 10_000)).toEqual({ kind: "applied" });
+  });
+
   it("a letter written after a rebuild is retried as usual", async () => {
     const topic = uniqueName("gated");
     await rebuildLeavingLetters(gated, topic);
