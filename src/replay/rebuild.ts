@@ -316,7 +316,9 @@ export function historyRefusal(
  * where they are and leave the emptied projection without those records. Counted per topic, not per
  * partition: a member that stopped between a partition's first transaction and its first offset
  * commit leaves one partition with a checkpoint and no committed offset, while a group subscribes
- * whole topics. Partitions whose checkpoint is above the high watermark (a recreated topic, which the
+ * whole topics; such a stop on a topic's only checkpointed partitions, or offsets Kafka expired for
+ * a topic the group no longer subscribes (KIP-211), is refused too, and the message names those
+ * causes beside another group's (`--force` when the group is the one that consumes the topic). Partitions whose checkpoint is above the high watermark (a recreated topic, which the
  * rebuild exists for) are not counted. Undefined when the group has a committed offset on every such
  * topic, the projection has no such checkpoints (a new group of a new projection or version), or
  * `force` is set (the group's offsets expired, Kafka's `offsets.retention.minutes`, or were deleted
@@ -345,12 +347,23 @@ export function groupRefusal(
     committedTopics.size === 0
       ? "on any partition the projection has checkpoints for"
       : `on ${topics.length === 1 ? "topic" : "topics"} ${topics.join(", ")}, where the projection has checkpoints`;
+  if (committedTopics.size === 0)
+    return {
+      reason: "GROUP_HAS_NO_OFFSETS",
+      message: [
+        `cannot rebuild ${plan.projection} with group ${plan.groupId}: the group has no committed offset ${where} (${shown}${more}), so another group applied those records.`,
+        `A rebuild resets only ${plan.groupId}'s offsets: the members of the group that applied them would go on from where they are and leave the emptied projection without them.`,
+        `Name the group the projection's members run with (--group), or run again with --force if ${plan.groupId} is the group that consumes the projection from now on (or its offsets expired, offsets.retention.minutes, or were deleted with a recreated topic).`,
+      ].join("\n"),
+    };
+  // The group applied the projection's other topics: these may be another group's, or its own.
+  const named = topics.join(", ");
   return {
     reason: "GROUP_HAS_NO_OFFSETS",
     message: [
-      `cannot rebuild ${plan.projection} with group ${plan.groupId}: the group has no committed offset ${where} (${shown}${more}), so another group applied those records.`,
-      `A rebuild resets only ${plan.groupId}'s offsets: the members of the group that applied them would go on from where they are and leave the emptied projection without them.`,
-      `Name the group the projection's members run with (--group), or run again with --force if ${plan.groupId} is the group that consumes ${committedTopics.size === 0 ? "the projection" : topics.join(", ")} from now on (or its offsets expired, offsets.retention.minutes, or were deleted with a recreated topic).`,
+      `cannot rebuild ${plan.projection} with group ${plan.groupId}: the group has no committed offset ${where} (${shown}${more}).`,
+      `Either another group applied those records (a projection fed by two groups: a rebuild resets only ${plan.groupId}'s offsets, and that group's members would go on from where they are and leave the emptied projection without them), or ${plan.groupId} did and has no offset there now: a member stopped before its first offset commit on ${named}, or the group no longer consumes ${named} and Kafka expired those offsets (KIP-211, offsets.retention.minutes).`,
+      `Rebuild with the other group too (--group), or run again with --force if ${plan.groupId} is the group that consumes ${named} from now on.`,
     ].join("\n"),
   };
 }

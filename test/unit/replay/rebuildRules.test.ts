@@ -95,6 +95,9 @@ describe("groupRefusal", () => {
     );
     expect(refusal?.message).toContain("--force");
     expect(refusal?.message).not.toContain("t:1");
+    // The causes besides another group's: a stop before the first offset commit, expired offsets.
+    expect(refusal?.message).toContain("a member stopped before its first offset commit on u");
+    expect(refusal?.message).toContain("Kafka expired those offsets (KIP-211");
     expect(groupRefusal(twoGroups, true)).toBeUndefined();
   });
 
