@@ -407,10 +407,16 @@ async function retryAction(flags: ChangeFlags): Promise<void> {
       dryRun("retry", letters, flags.output, held);
       return;
     }
-    const run = await retryLetters(letters, { pool, projection, config, log, flags });
+    let run: RetryRun;
+    try {
+      run = await retryLetters(letters, { pool, projection, config, log, flags });
+    } catch (error) {
+      if (!(error instanceof RetryStopped)) throw error;
+      // Printed first: the letters before it were committed, each in its own transaction.
+      printRetryResults(error.run, flags.output);
+      throw error.run.stopped?.error;
+    }
     printRetryResults(run, flags.output);
-    // Printed first: the letters before it were committed, each in its own transaction.
-    if (run.stopped !== undefined) throw run.stopped.error;
   } finally {
     await pool.end();
   }
@@ -442,6 +448,17 @@ interface RetryRun {
   readonly notTried: readonly { readonly id: string; readonly offset: string }[];
 }
 
+/**
+ * Thrown by {@link retryLetters} out of its command span (which then ends with the error's status)
+ * when an error stopped the run: what it did so far, and the letter it stopped at.
+ */
+class RetryStopped extends Error {
+  constructor(readonly run: RetryRun & { readonly stopped: NonNullable<RetryRun["stopped"]> }) {
+    super(errorMessage(run.stopped.error), { cause: run.stopped.error });
+    this.name = "RetryStopped";
+  }
+}
+
 /** `topic/partition@offset`, as the retry's output names a letter's record. */
 function recordOf(letter: DeadLetter): string {
   const { topic, partition, offset } = letter.record;
@@ -450,8 +467,8 @@ function recordOf(letter: DeadLetter): string {
 
 /**
  * Retries `letters` one by one, each in a transaction of its own, in one command span. An error
- * stops it at that letter; the letters before it keep their committed outcomes (so the run says
- * what it did, then the caller throws the error).
+ * stops it at that letter; the letters before it keep their committed outcomes.
+ * @throws RetryStopped carrying what the run did, so the caller prints it, then the error.
  */
 async function retryLetters(letters: readonly DeadLetter[], ctx: RetryContext): Promise<RetryRun> {
   const { pool, projection, config, log, flags } = ctx;
@@ -479,7 +496,11 @@ async function retryLetters(letters: readonly DeadLetter[], ctx: RetryContext): 
         results.push({ id: letter.id, offset: recordOf(letter), outcome });
       } catch (error) {
         const notTried = letters.slice(index + 1).map((l) => ({ id: l.id, offset: recordOf(l) }));
-        return { results, stopped: { id: letter.id, offset: recordOf(letter), error }, notTried };
+        throw new RetryStopped({
+          results,
+          stopped: { id: letter.id, offset: recordOf(letter), error },
+          notTried,
+        });
       } finally {
         client?.release();
       }

@@ -267,6 +267,25 @@ it("links a record's producer span to the transaction span that applied it, with
   expect(receiver.spans().some((s) => s.parentSpanId === retry?.spanId && s.kind === SPAN_KIND.client)).toBe(
     true,
   );
+  // Regression: a retry stopped by an error (here a lock timeout on the letter's row, which another
+  // session holds) ends its command span with the error status (review finding).
+  const holder = await stack.db.pool.connect();
+  try {
+    await holder.query("BEGIN");
+    await holder.query("SELECT 1 FROM replayable.dead_letters WHERE projection = 'ledger' FOR UPDATE");
+    const stopped = await runCli(
+      ["dead-letters", "retry", "--projection", "ledger", "--execute"],
+      { ...tracedCli, REPLAYABLE_LOCK_TIMEOUT_MS: "500" },
+      cli,
+    );
+    expect(stopped.code).toBe(1);
+    expect(stopped.stderr).toContain("lock timeout");
+  } finally {
+    await holder.query("ROLLBACK");
+    holder.release();
+  }
+  const commands = receiver.spans().filter((s) => s.name === "replayable dead-letters retry");
+  expect(commands.map((c) => c.statusCode)).toEqual([0, 2]);
 
   // The recorder sees the SDK when tracing is on, so the test below can fail.
   const packages = openTelemetryPackages(loadedModules(loaded));
