@@ -142,8 +142,9 @@ export function parseTimeFlag(flag: string, value: string | undefined, now = Dat
   if (duration) {
     const unit = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[duration[2] as "s" | "m" | "h" | "d"];
     const date = new Date(now - Number(duration[1]) * unit);
-    // Past JavaScript's dates (±8.64e15 ms): refused here, not sent to PostgreSQL as "0NaN-…".
-    if (!Number.isNaN(date.getTime())) return date;
+    // Before PostgreSQL's first timestamptz (4714-11-24 BC), or past JavaScript's dates (NaN):
+    // refused here, not sent to PostgreSQL as "0NaN-…" or out of its range.
+    if (date.getTime() >= POSTGRES_MIN_TIMESTAMP_MS) return date;
   }
   const parts =
     /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?$/.exec(
@@ -159,6 +160,9 @@ export function parseTimeFlag(flag: string, value: string | undefined, now = Dat
     `${flag}: "${value}" is not a time; give an ISO-8601 date-time such as 2026-01-31T12:00:00Z, or a duration back from now such as 90s, 15m, 2h or 7d`,
   );
 }
+
+/** PostgreSQL's earliest timestamptz, 4714-11-24 00:00:00 BC (Julian day 0), as epoch ms (year -4713). */
+const POSTGRES_MIN_TIMESTAMP_MS = Date.UTC(-4713, 10, 24);
 
 /** Whether the date-time's year, month, day, hour, minute and second name a day and time that exist. */
 function calendarValid(parts: RegExpExecArray): boolean {

@@ -3,7 +3,7 @@
  * `{"key": ..., "value": ..., "headers": {...}}`, so a newcomer can put test records on their own
  * topic without another tool.
  */
-import { parseTree } from "jsonc-parser";
+import { parseTree, type Node as JsonNode } from "jsonc-parser";
 import { ReplayableError } from "../errors.js";
 import type { ProducerRecord } from "../kafka/producer.js";
 
@@ -17,7 +17,8 @@ const FIELDS = new Set(["key", "value", "headers"]);
  *   it, byte for byte: a number beyond 2^53, `1.50` or `1e2` is not rewritten by a parse and
  *   JSON.stringify), or null/absent (a tombstone);
  * - `headers`: an object of string values (absent: none).
- * Blank lines are skipped; a field given twice in a line is refused (JSON.parse would keep the last).
+ * Blank lines are skipped; a field or header name given twice in a line is refused (JSON.parse
+ * would keep the last).
  * @param source the file's name, for the messages.
  * @throws ReplayableError CONFIG_INVALID naming the file and every line that is not such an
  *   object (the first 20), each with what is wrong, and what is valid.
@@ -51,6 +52,17 @@ export function parseRecordLines(content: string, source: string): ProducerRecor
 /** How many bad lines one error lists. */
 const MAX_PROBLEMS_SHOWN = 20;
 
+/** An object node's properties, as name and value node, in the order written. */
+function properties(node: JsonNode | undefined): [string, JsonNode][] {
+  if (node?.type !== "object") return [];
+  return (node.children ?? []).flatMap((property) => {
+    const [name, value] = property.children ?? [];
+    return name === undefined || value === undefined
+      ? []
+      : [[name.value as string, value] as [string, JsonNode]];
+  });
+}
+
 /** One non-blank line as a record, or what is wrong with it. */
 function parseLine(text: string): ProducerRecord | string {
   let line: unknown;
@@ -64,13 +76,24 @@ function parseLine(text: string): ProducerRecord | string {
   const unknown = Object.keys(fields).filter((f) => !FIELDS.has(f));
   if (unknown.length > 0) return `unknown field ${unknown.map((f) => `"${f}"`).join(", ")}`;
   // The line's own text of each field (JSON.parse accepted the line, so the tree is whole).
+  let tree: JsonNode | undefined;
+  try {
+    tree = parseTree(text);
+  } catch (error) {
+    // jsonc-parser descends recursively, JSON.parse does not: thousands of nested arrays.
+    if (error instanceof RangeError) return "nested too deeply to send as written";
+    throw error;
+  }
   const texts = new Map<string, string>();
-  for (const property of parseTree(text)?.children ?? []) {
-    const [name, node] = property.children ?? [];
-    if (name === undefined || node === undefined) continue;
-    const field = name.value as string;
+  for (const [field, node] of properties(tree)) {
     if (texts.has(field)) return `field "${field}" given twice`;
     texts.set(field, text.slice(node.offset, node.offset + node.length));
+    if (field !== "headers") continue;
+    const names = new Set<string>();
+    for (const [name] of properties(node)) {
+      if (names.has(name)) return `header "${name}" given twice`;
+      names.add(name);
+    }
   }
   const { key, value, headers } = fields;
   if (key !== undefined && key !== null && typeof key !== "string") return '"key" must be a string or null';

@@ -41,6 +41,7 @@ describe("parseTimeFlag", () => {
     "2026-01-31T24:00:00Z",
     "2026-01-31T12:60:00Z",
     "99999999999999d",
+    "3000000d",
     "9999999999999999999999s",
   ])("refuses %s, naming the flag", (value) => {
     expect(() => parseTimeFlag("--until", value, now)).toThrow(ReplayableError);

@@ -58,7 +58,15 @@ describe("the records file of `produce --topic T --file F`", () => {
     expect(() => parseRecordLines('{"value":{"a":1},"value":{"a":2}}', "f")).toThrow(
       'f line 1: field "value" given twice',
     );
+    expect(() => parseRecordLines('{"value":"v","headers":{"a":"1","a":"2"}}', "f")).toThrow(
+      'f line 1: header "a" given twice',
+    );
     // Inside the value, the text is the producer's to choose: sent as written.
     expect(parseRecordLines('{"value":{"a":1,"a":2}}', "f")[0]!.value).toBe('{"a":1,"a":2}');
+  });
+
+  it("refuses a value nested too deeply to find its text (JSON.parse takes it, the parse tree does not), naming the line", () => {
+    const deep = `{"value":${"[".repeat(20_000)}${"]".repeat(20_000)}}`;
+    expect(() => parseRecordLines(`{"value":"ok"}\n${deep}\n`, "f")).toThrow("f line 2: nested too deeply");
   });
 });
