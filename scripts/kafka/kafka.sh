@@ -218,7 +218,9 @@ launch_node() {
   local id=$1 dir; dir=$(node_dir "$1")
   if running "$id"; then return; fi
   local taken
-  for taken in "$(client_port "$id")" "$(controller_port "$id")"; do
+  local ports=("$(client_port "$id")" "$(controller_port "$id")")
+  if [ -n "${iport:-}" ]; then ports+=("$(internal_port "$id")"); fi
+  for taken in "${ports[@]}"; do
     if port_open "$taken"; then
       log "port $taken of node $id is taken by a process this script did not start; stop it or set the ports (KAFKA_PORT and KAFKA_CONTROLLER_PORT, or KAFKA_CLUSTER_PORT and KAFKA_CLUSTER_CONTROLLER_PORT)"
       exit 1

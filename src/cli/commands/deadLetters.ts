@@ -538,9 +538,11 @@ function printRetryResults(run: RetryRun, output: string): void {
   const later = count("later_records");
   // Retried: the letters whose record went through the projection's apply again.
   const retried = count("applied") + count("duplicate") + failed;
+  // The letters selected: those a stopped run did not get to as well.
+  const selected = results.length + (stopped === undefined ? 0 : 1) + notTried.length;
   if (output === "json")
     printJson({
-      letters: results.length,
+      letters: selected,
       retried,
       results: results.map((r) => ({ id: r.id, ...r.outcome })),
       ...(stopped === undefined
@@ -556,18 +558,18 @@ function printRetryResults(run: RetryRun, output: string): void {
             {
               id: stopped.id,
               record: stopped.offset,
-              outcome: `stopped: ${stoppedMessage}; nothing changed for it`,
+              outcome: `stopped: ${stoppedMessage}`,
             },
           ]),
       ...notTried.map((l) => ({ id: l.id, record: l.offset, outcome: "not tried" })),
     ]);
     process.stdout.write(
-      `${results.length} dead letters, ${retried} retried: ${count("applied")} applied, ${count("duplicate")} duplicate, ${failed} failed again; ${count("superseded")} superseded by a rebuild, ${later} not retried after later records, ${count("already_resolved")} already resolved\n`,
+      `${selected} dead letters, ${retried} retried: ${count("applied")} applied, ${count("duplicate")} duplicate, ${failed} failed again; ${count("superseded")} superseded by a rebuild, ${later} not retried after later records, ${count("already_resolved")} already resolved\n`,
     );
   }
   if (stopped !== undefined)
     process.stderr.write(
-      `replayable: the retry stopped at dead letter ${stopped.id} (${stopped.offset}), nothing changed for it; the ${results.length} before it keep the outcomes above, ${notTried.length} after it were not tried; run the command again once the cause below is fixed\n`,
+      `replayable: the retry stopped at dead letter ${stopped.id} (${stopped.offset}); the ${results.length} before it keep the outcomes above, ${notTried.length} after it were not tried; run the command again once the cause below is fixed (a letter resolved meanwhile is said so)\n`,
     );
   if (failed > 0) {
     process.stderr.write(
