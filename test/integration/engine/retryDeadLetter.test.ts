@@ -270,6 +270,24 @@ describe("retryDeadLetter", () => {
     }
   }
 
+  /** A rebuild as `rebuild` runs it: the unresolved letters it hands back superseded, then {@link rebuildLeavingLetters}. */
+  async function rebuildSupersedingLetters(projection: Projection<unknown>, topic: string): Promise<void> {
+    const client = await db.pool.connect();
+    try {
+      await client.query("BEGIN");
+      await supersedeDeadLetters(
+        client,
+        projection.name,
+        [{ topic, partition: 0, fromOffset: "0" }],
+        "test@host",
+      );
+      await client.query("COMMIT");
+    } finally {
+      client.release();
+    }
+    await rebuildLeavingLetters(projection, topic);
+  }
+
   it("`dead-letters retry` after a rebuild applies a record twice: offset dedupe", async () => {
     const topic = uniqueName("gated");
     const record: KafkaRecord = { ...credit(topic, 0, "-", 0), value: Buffer.from("rebuilt") };
@@ -316,15 +334,7 @@ describe("retryDeadLetter", () => {
     // @0 is too large, @1 is refused (its switch is off): two letters.
     expect((await applyRecords(sink, [old, newer])).deadLettered).toHaveLength(2);
     // A rebuild hands both back and supersedes their letters.
-    const client = await db.pool.connect();
-    try {
-      await client.query("BEGIN");
-      await supersedeDeadLetters(client, sink.name, [{ topic, partition: 0, fromOffset: "0" }], "test@host");
-      await client.query("COMMIT");
-    } finally {
-      client.release();
-    }
-    await rebuildLeavingLetters(sink, topic);
+    await rebuildSupersedingLetters(sink, topic);
     // The rebuilt run: @0 is too large again (a new letter), @1 is applied now.
     await db.pool.query("INSERT INTO public.switches VALUES ($1)", [topic]);
     const rebuilt = await applyRecords(sink, [old, newer]);
@@ -348,15 +358,7 @@ describe("retryDeadLetter", () => {
       "UPDATE replayable.dead_letters SET resolution = 'discarded', resolved_at = now(), resolved_by = 'op' WHERE id = $1",
       [first.deadLettered[1]!.id],
     );
-    const client = await db.pool.connect();
-    try {
-      await client.query("BEGIN");
-      await supersedeDeadLetters(client, sink.name, [{ topic, partition: 0, fromOffset: "0" }], "test@host");
-      await client.query("COMMIT");
-    } finally {
-      client.release();
-    }
-    await rebuildLeavingLetters(sink, topic);
+    await rebuildSupersedingLetters(sink, topic);
     await db.pool.query("INSERT INTO public.switches VALUES ($1)", [topic]);
     const rebuilt = await applyRecords(sink, [old, newer]);
     expect(rebuilt.applied).toBe(1);
@@ -380,15 +382,7 @@ describe("retryDeadLetter", () => {
     await db.pool.query("INSERT INTO public.switches VALUES ($1)", [topic]);
     expect(await retry(sink, first.deadLettered[1]!.id, 10_000)).toEqual({ kind: "applied" });
     // The rebuild, as `rebuild` runs it: @0's unresolved letter superseded, the projection emptied.
-    const client = await db.pool.connect();
-    try {
-      await client.query("BEGIN");
-      await supersedeDeadLetters(client, sink.name, [{ topic, partition: 0, fromOffset: "0" }], "test@host");
-      await client.query("COMMIT");
-    } finally {
-      client.release();
-    }
-    await rebuildLeavingLetters(sink, topic);
+    await rebuildSupersedingLetters(sink, topic);
     // The rebuilt run dead-letters both again (too large): @1 is a letter left unapplied now.
     const rebuilt = await applyRecords(sink, [a, b]);
     expect(rebuilt.deadLettered).toHaveLength(2);
