@@ -392,26 +392,32 @@ describe("dead-letters retry stopped part-way", () => {
     }
     expect(letters).toHaveLength(3);
     // Another session holds the second account's row: that letter's retry times out on its lock.
-    const holder = await db.pool.connect();
-    try {
-      await holder.query("BEGIN");
-      await holder.query("INSERT INTO ledger.ledger_accounts (account_id, balance_cents) VALUES ($1, 0)", [
-        accounts[1],
+    /** Runs `args` while another session holds an uncommitted row of the second account. */
+    const whileHeld = async (args: string[]) => {
+      const holder = await db.pool.connect();
+      try {
+        await holder.query("BEGIN");
+        await holder.query("INSERT INTO ledger.ledger_accounts (account_id, balance_cents) VALUES ($1, 0)", [
+          accounts[1],
+        ]);
+        return await runCli(args, { DATABASE_URL: db.url, REPLAYABLE_LOCK_TIMEOUT_MS: "1000" });
+      } finally {
+        await holder.query("ROLLBACK");
+        holder.release();
+      }
+    };
+    {
+      const result = await whileHeld([
+        "dead-letters",
+        "retry",
+        "--projection",
+        "ledger",
+        "--topic",
+        stopTopic,
+        "--execute",
+        "--output",
+        "json",
       ]);
-      const result = await runCli(
-        [
-          "dead-letters",
-          "retry",
-          "--projection",
-          "ledger",
-          "--topic",
-          stopTopic,
-          "--execute",
-          "--output",
-          "json",
-        ],
-        { DATABASE_URL: db.url, REPLAYABLE_LOCK_TIMEOUT_MS: "1000" },
-      );
       expect(result.code).toBe(1);
       expect(result.stderr).toContain("lock timeout");
       const printed = JSON.parse(result.stdout) as {
@@ -426,35 +432,26 @@ describe("dead-letters retry stopped part-way", () => {
       expect(printed.stopped).toMatchObject({ id: letters[1] });
       expect(printed.stopped.error).toContain("lock timeout");
       expect(printed.notTried).toEqual([letters[2]]);
-    } finally {
-      await holder.query("ROLLBACK");
-      holder.release();
     }
     expect(await balance(accounts[0]!)).toBe("7");
     expect(await balance(accounts[1]!)).toBeUndefined();
     // The table output says the same (letter 0 is resolved now: 1 stops the retry, 2 is not tried).
-    const holder2 = await db.pool.connect();
-    try {
-      await holder2.query("BEGIN");
-      await holder2.query("INSERT INTO ledger.ledger_accounts (account_id, balance_cents) VALUES ($1, 0)", [
-        accounts[1],
+    {
+      const result = await whileHeld([
+        "dead-letters",
+        "retry",
+        "--projection",
+        "ledger",
+        "--topic",
+        stopTopic,
+        "--execute",
       ]);
-      const result = await runCli(
-        ["dead-letters", "retry", "--projection", "ledger", "--topic", stopTopic, "--execute"],
-        {
-          DATABASE_URL: db.url,
-          REPLAYABLE_LOCK_TIMEOUT_MS: "1000",
-        },
-      );
       expect(result.code).toBe(1);
       expect(result.stdout).toMatch(
         new RegExp(`^${letters[1]}\\s+${stopTopic}/0@1\\s+stopped: .*lock timeout.*$`, "m"),
       );
       expect(result.stdout).toMatch(new RegExp(`^${letters[2]}\\s+${stopTopic}/0@2\\s+not tried$`, "m"));
       expect(result.stderr).toContain(`replayable: the retry stopped at dead letter ${letters[1]}`);
-    } finally {
-      await holder2.query("ROLLBACK");
-      holder2.release();
     }
   });
 });
