@@ -148,11 +148,16 @@ async function versionToRun(
   }
 }
 
-/** True when `error` or one of its causes is KafkaJS's (its names begin with "KafkaJS"). */
+/**
+ * True when `error` or one of its causes comes from a Kafka client: KafkaJS's (their names begin
+ * with "KafkaJS") or @platformatic/kafka's (their codes begin with "PLT_KFK_", its errors.js; a
+ * spent retry is a `MultipleErrors` "metadata failed 4 times." whose own code says so).
+ */
 function fromKafkaClient(error: unknown): boolean {
   for (let e: unknown = error, depth = 0; typeof e === "object" && e !== null && depth < 10; depth++) {
-    const name = (e as { name?: unknown }).name;
+    const { name, code } = e as { name?: unknown; code?: unknown };
     if (typeof name === "string" && name.startsWith("KafkaJS")) return true;
+    if (typeof code === "string" && code.startsWith("PLT_KFK_")) return true;
     e =
       (e as { cause?: unknown; originalError?: unknown }).cause ??
       (e as { originalError?: unknown }).originalError;
