@@ -119,7 +119,8 @@ const schema = z.object({
         .array(
           z
             .string()
-            .regex(HOST_PORT, { message: "each broker must be host:port, e.g. 127.0.0.1:9092" })
+            // abort: a broker without a port has no port to check the range of.
+            .regex(HOST_PORT, { message: "each broker must be host:port, e.g. 127.0.0.1:9092", abort: true })
             .refine((b) => validPort(b.slice(b.lastIndexOf(":") + 1)), {
               message: "each broker's port must be from 1 to 65535",
             }),

@@ -138,6 +138,12 @@ describe("loadConfig refuses each bad setting, naming the variable and what is v
     expect(problems(env)).toContain(`\n  ${message}`);
   });
 
+  it("a broker without a port gets the one line that says so, not the port's range too", () => {
+    expect(problems({ KAFKA_BROKERS: "localhost" })).toBe(
+      "invalid configuration:\n  KAFKA_BROKERS=localhost: each broker must be host:port, e.g. 127.0.0.1:9092",
+    );
+  });
+
   it("leaves other tools' KAFKA_* variables alone: only one edit away from a setting is a typo", () => {
     // The broker scripts' and broker images' own variables (KAFKA_BROKER_ID is 3 edits from
     // KAFKA_BROKERS) may share the member's environment.
