@@ -37,7 +37,7 @@ export interface DeadLetterFilter {
   readonly ids?: readonly string[];
   /** `unresolved` (default), `resolved` or `all`. */
   readonly state?: "unresolved" | "resolved" | "all";
-  /** At most this many, oldest first; default no limit. */
+  /** At most this many, lowest id first; default no limit. */
   readonly limit?: number;
 }
 
@@ -68,7 +68,11 @@ const COLUMNS = `id, projection, topic, partition, "offset",
   error_code, error_message, attempts, created_at, last_attempt_at, published_at, resolved_at,
   resolution, resolved_by, bytes_deleted_at`;
 
-/** The dead letters matching `filter`, oldest (lowest id) first. */
+/**
+ * The dead letters matching `filter`, lowest id first: the order they were stored. Not always the
+ * order of `created_at`, which is the start of the storing transaction (`now()`): two partitions'
+ * transactions overlap.
+ */
 export async function selectDeadLetters(
   client: pg.Pool | pg.ClientBase,
   filter: DeadLetterFilter,

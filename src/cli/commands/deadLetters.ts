@@ -213,7 +213,9 @@ function outputFlag(): Option {
 
 function listCommand(): Command {
   return withFilters(new Command("list"))
-    .description("list dead letters, oldest first (unresolved ones unless --state says otherwise)")
+    .description(
+      "list dead letters in the order they were stored, by id (unresolved ones unless --state says otherwise)",
+    )
     .addOption(
       new Option("--state <state>", "unresolved, resolved or all")
         .choices(["unresolved", "resolved", "all"])

@@ -99,7 +99,7 @@ async function balance(account: string): Promise<string | undefined> {
 }
 
 describe("dead-letters", () => {
-  it("list prints a table of the unresolved dead letters, oldest first", async () => {
+  it("list prints a table of the unresolved dead letters, by id", async () => {
     const result = await cli("list", "--topic", topic);
     expect(result.code).toBe(0);
     const lines = result.stdout.trimEnd().split("\n");
