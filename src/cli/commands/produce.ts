@@ -111,7 +111,8 @@ async function produceFileAction(flags: ProduceFileFlags): Promise<void> {
       if (partitions === undefined)
         throw missingTopicsError(
           [flags.topic],
-          "--topic; create it with your cluster's tools, or give --create-topic <partitions> to create it here with replication factor 1",
+          "--topic",
+          "create it with your cluster's tools, or give --create-topic <partitions> to create it here with replication factor 1, or correct the name",
         );
       created = await admin.createTopic(flags.topic, partitions);
     }

@@ -41,7 +41,7 @@ describe("produce --topic T --file F", () => {
 
     const refused = await runCli(["produce", "--topic", topic, "--file", file], env);
     expect(refused.stderr).toContain(
-      `topic ${topic} (--topic; create it with your cluster's tools, or give --create-topic <partitions>`,
+      `topic ${topic} (--topic) does not exist on the cluster; create it with your cluster's tools, or give --create-topic <partitions> to create it here with replication factor 1, or correct the name`,
     );
     expect(refused.code).toBe(2);
     expect(await admin.listTopics()).not.toContain(topic);
