@@ -28,6 +28,6 @@ export function groupActiveMessage(
   return [
     `consumer group ${groupId} is ${state} with ${count}; cannot ${what} while the group is active (Kafka allows it only when the group is Empty).`,
     ...listed,
-    `Stop every member first (SIGTERM each \`replayable run\` of this group and wait for it to exit; a member killed without leaving stays until its session times out), then run the command again without --execute: its dry run lists the members left, and with it once there are none.`,
+    `Stop every member first (SIGTERM each \`replayable run\` of this group and wait for it to exit; a member killed without leaving stays until its session times out), then run the command without --execute to list the members left, and with --execute once none is.`,
   ].join("\n");
 }

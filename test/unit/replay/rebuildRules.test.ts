@@ -183,7 +183,9 @@ describe("groupActiveMessage", () => {
     expect(message).toContain("Stop every member first");
     // Regression (break-it review): it said to check with `status`, which shows no members.
     expect(message).not.toContain("replayable status");
-    expect(message).toContain("without --execute: its dry run lists the members left");
+    expect(message).toContain(
+      "run the command without --execute to list the members left, and with --execute once none is.",
+    );
   });
 
   it("refuses a group that is rebalancing even before its members are listed", () => {
