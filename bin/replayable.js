@@ -4,6 +4,10 @@
 import { existsSync } from "node:fs";
 // First, before the CLI's modules are resolved: saves ~1 s of CPU at start (see the file).
 import "./resolveHooks.js";
+import { unsupportedNodeWarning } from "./nodeVersion.js";
+
+const unsupported = unsupportedNodeWarning(process.versions.node);
+if (unsupported !== undefined) process.stderr.write(`${unsupported}\n`);
 
 const source = new URL("../src/cli/main.ts", import.meta.url);
 if (existsSync(source)) {

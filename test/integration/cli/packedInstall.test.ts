@@ -10,7 +10,7 @@
 import { execFile } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { delimiter, join, resolve } from "node:path";
+import { delimiter, dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -43,7 +43,10 @@ const run = promisify(execFile);
  * set for the repository (npm_* but the cache and registry, NODE_OPTIONS, NODE_PATH, NODE_ENV),
  * without the settings `make test` exports for the repository's own tests (DATABASE_URL,
  * KAFKA_*, REPLAYABLE_*: they would override the user's config file, as environment variables
- * do), and with no PATH entry in the repository or in any node_modules.
+ * do), and with no PATH entry in the repository or in any node_modules but the folder of the
+ * Node.js running the tests, first: the user runs a supported Node.js (`make test` puts one from
+ * `.cache/node/` first; without it, `env node` in the bin's first line found the machine's
+ * Node.js 20, which the CLI now warns of).
  */
 function userEnvironment(): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
@@ -54,10 +57,12 @@ function userEnvironment(): NodeJS.ProcessEnv {
     if (/^(DATABASE_URL(_FILE)?|KAFKA_.*|REPLAYABLE_.*)$/.test(name)) continue;
     env[name] = value;
   }
-  env.PATH = (process.env.PATH ?? "")
-    .split(delimiter)
-    .filter((dir) => dir !== "" && !resolve(dir).startsWith(REPO) && !dir.includes("node_modules"))
-    .join(delimiter);
+  env.PATH = [
+    dirname(process.execPath),
+    ...(process.env.PATH ?? "")
+      .split(delimiter)
+      .filter((dir) => dir !== "" && !resolve(dir).startsWith(REPO) && !dir.includes("node_modules")),
+  ].join(delimiter);
   return env;
 }
 
@@ -359,6 +364,7 @@ describe("replayable as a user installs it: npm pack, npm install <tarball>, npx
       expect.arrayContaining([
         "bin/replayable.js",
         "bin/resolveHooks.js",
+        "bin/nodeVersion.js",
         "dist/src/cli/main.js",
         "dist/src/index.js",
         "dist/src/index.d.ts",
