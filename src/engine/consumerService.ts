@@ -5,6 +5,7 @@
  * them in order. The data flow itself is the {@link Member}'s and its {@link PartitionWorker}s'.
  * `start()` and `stop()` are idempotent; stop runs in reverse order of start.
  */
+import { stopStep } from "../support/stopStep.js";
 import type { TracerProvider } from "@opentelemetry/api";
 import pLimit from "p-limit";
 import type pg from "pg";
@@ -539,7 +540,7 @@ export class ConsumerService {
       const log = this.log;
       // Let a start in progress settle first: a start going on after the stop would join the group
       // and leave a member behind.
-      await this.started?.catch(() => undefined);
+      await stopStep(log, "the start under way", () => Promise.resolve(this.started?.catch(() => undefined)));
       this.progress.stop();
       await this.member.stop().catch((error: unknown) => log.warn({ err: error }, "consumer stop failed"));
       await this.dlqForwarder?.stop();

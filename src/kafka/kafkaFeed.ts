@@ -18,6 +18,7 @@ import { partitionKey, topicPartitionOf, type PartitionKey, type TopicPartition 
 import { assertTopicsExist } from "./admin.js";
 import { assertKafkajsPatched } from "./kafkajsPatches.js";
 import { OffsetCommits } from "./offsetCommits.js";
+import { stopStep } from "../support/stopStep.js";
 import { decodeRecordBatch, recordBatchBounds } from "./recordBatch.js";
 import { toRecord } from "./toRecord.js";
 
@@ -197,9 +198,12 @@ export class KafkaFeed implements Feed {
   stop(drain: () => Promise<void>): Promise<void> {
     this.stopRequested = true;
     this.stopped ??= (async () => {
+      const { log } = this.options;
       clearTimeout(this.restartTimer);
       // A rejoin's run() under way would leave a consumer joining behind disconnect(): let it end.
-      await this.rejoining;
+      await stopStep(log, "the rejoin under way (its JoinGroup waits for the rebalance to end)", () =>
+        Promise.resolve(this.rejoining),
+      );
       // The engine's transactions run outside KafkaJS's eachBatch, which disconnect() would not
       // wait for: stop fetching (no busy re-fetch loop meanwhile), let them commit, then leave.
       try {
@@ -207,9 +211,13 @@ export class KafkaFeed implements Feed {
       } catch {
         // Not running (never started, or crashed): nothing is fetched anyway.
       }
-      await drain();
-      await this.commits.stop();
-      await this.consumer.disconnect();
+      await stopStep(log, "the transactions in flight", drain);
+      await stopStep(log, "the offset commits in flight", () => this.commits.stop());
+      await stopStep(
+        log,
+        "KafkaJS's disconnect (a JoinGroup under way waits for the rebalance to end, then LeaveGroup)",
+        () => this.consumer.disconnect(),
+      );
     })();
     return this.stopped;
   }
@@ -293,6 +301,15 @@ export class KafkaFeed implements Feed {
     generationId: number;
     memberAssignment: Record<string, number[]>;
   }): void {
+    // A join KafkaJS completed while the feed stops (a rebalance under way when the stop began):
+    // the engine has drained, so nothing takes the assignment; the disconnect leaves the group.
+    if (this.stopRequested) {
+      this.options.log.info(
+        { memberId: payload.memberId, generationId: payload.generationId },
+        "joined consumer group while stopping: the assignment is not taken",
+      );
+      return;
+    }
     this.generation += 1;
     this.commits.newGeneration(this.generation, {
       generationId: payload.generationId,

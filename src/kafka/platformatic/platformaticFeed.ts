@@ -17,6 +17,7 @@
  *
  * Admin calls (the topics check at start) stay on KafkaJS in this phase.
  */
+import { stopStep } from "../../support/stopStep.js";
 import type { Consumer, RecordsBatch } from "@platformatic/kafka";
 import type { Kafka } from "kafkajs";
 import type { Logger } from "pino";
@@ -199,7 +200,11 @@ export class PlatformaticFeed implements Feed {
       consumer.topics.trackAll(...options.topics);
       consumer.on("consumer:group:join", (payload) => this.onGroupJoin(payload));
       // A heartbeat answered REBALANCE_IN_PROGRESS: the library rejoins; this generation fetches no more.
-      consumer.on("consumer:group:rebalance", () => this.endFetching());
+      consumer.on("consumer:group:rebalance", () => {
+        // As KafkaJS logs "The group is rebalancing, re-joining": a stop now waits for the rejoin.
+        options.log.info("the group is rebalancing: the library rejoins it");
+        this.endFetching();
+      });
       // The library's rejoin after a heartbeat failed (it emits 'error'; unhandled, it would throw).
       consumer.on("error", (error: Error) => this.onMembershipLost(error));
       if (options.groupProtocol === "consumer") {
@@ -252,20 +257,29 @@ export class PlatformaticFeed implements Feed {
   stop(drain: () => Promise<void>): Promise<void> {
     this.stopRequested = true;
     this.stopped ??= (async () => {
+      const { log } = this.options;
       clearTimeout(this.joinTimer);
       clearTimeout(this.pumpTimer);
-      await this.started?.catch(() => undefined);
-      await this.joining?.catch(() => undefined);
+      await stopStep(log, "the start under way", () => Promise.resolve(this.started?.catch(() => undefined)));
+      await stopStep(log, "the JoinGroup under way (it waits for the rebalance to end)", () =>
+        Promise.resolve(this.joining?.catch(() => undefined)),
+      );
       this.endFetching();
-      await drain();
-      await this.commits?.stop();
+      await stopStep(log, "the transactions in flight", drain);
+      await stopStep(log, "the offset commits in flight", () => Promise.resolve(this.commits?.stop()));
       this.commits?.endGeneration();
-      await this.member?.leave();
+      await stopStep(log, "the leave heartbeat (KIP-848)", () => Promise.resolve(this.member?.leave()));
       if (this.joined) {
         this.joined = false;
         this.listener?.unassigned();
       }
-      if (this.consumer !== undefined) await this.closeConsumer(this.consumer);
+      const consumer = this.consumer;
+      if (consumer !== undefined)
+        await stopStep(
+          log,
+          "LeaveGroup and the client's close (behind a JoinGroup the library sent on the coordinator's connection, when the group is rebalancing)",
+          () => this.closeConsumer(consumer),
+        );
     })();
     return this.stopped;
   }
