@@ -5,7 +5,6 @@
  * them in order. The data flow itself is the {@link Member}'s and its {@link PartitionWorker}s'.
  * `start()` and `stop()` are idempotent; stop runs in reverse order of start.
  */
-import { stopStep } from "../support/stopStep.js";
 import type { TracerProvider } from "@opentelemetry/api";
 import pLimit from "p-limit";
 import type pg from "pg";
@@ -48,6 +47,7 @@ import { selectVersions } from "../sql/projectionVersions.js";
 import type { VersionedInstance } from "../versions/versionNames.js";
 import { startTracing, type Tracing } from "../tracing/tracing.js";
 import type { TransactionRunner } from "./partitionWorker.js";
+import { stopStep } from "../support/stopStep.js";
 
 /** Options for {@link ConsumerService}. */
 export interface ConsumerServiceOptions {

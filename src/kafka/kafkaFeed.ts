@@ -18,9 +18,9 @@ import { partitionKey, topicPartitionOf, type PartitionKey, type TopicPartition 
 import { assertTopicsExist } from "./admin.js";
 import { assertKafkajsPatched } from "./kafkajsPatches.js";
 import { OffsetCommits } from "./offsetCommits.js";
-import { stopStep } from "../support/stopStep.js";
 import { decodeRecordBatch, recordBatchBounds } from "./recordBatch.js";
 import { toRecord } from "./toRecord.js";
+import { stopStep } from "../support/stopStep.js";
 
 /** The sizes of a fetch, bytes: per partition (Kafka's `max.partition.fetch.bytes`) and the whole response (`fetch.max.bytes`). */
 export interface FetchLimits {

@@ -17,7 +17,6 @@
  *
  * Admin calls (the topics check at start) stay on KafkaJS in this phase.
  */
-import { stopStep } from "../../support/stopStep.js";
 import type { Consumer, RecordsBatch } from "@platformatic/kafka";
 import type { Kafka } from "kafkajs";
 import type { Logger } from "pino";
@@ -35,6 +34,7 @@ import { committedOffsetsWithoutMember, generationCommitter } from "./generation
 import { assertPlatformaticPatched, loadPlatformaticKafka, type PlatformaticKafka } from "./loadClient.js";
 import type { PlatformaticSecurity } from "./platformaticSecurity.js";
 import { offsetOf, toRecord, type RawRecord } from "./toRecord.js";
+import { stopStep } from "../../support/stopStep.js";
 
 /** Options for {@link PlatformaticFeed}. */
 export interface PlatformaticFeedOptions {
