@@ -46,7 +46,10 @@ export interface FetchedBatch extends TopicPartition {
 
 /** What the feed tells the engine. Each call returns at once: the feed never waits for the engine. */
 export interface FeedListener {
-  /** A group join: `generation` (higher than every earlier one) and this member's whole assignment. */
+  /**
+   * A group join: `generation` (higher than every earlier one) and this member's whole assignment.
+   * Not called for a join that completes after {@link Feed.stop} began.
+   */
   assigned(generation: number, assignment: Assignment): void;
   /** The member holds no partitions any more (it stopped, or the client crashed; a restart rejoins). */
   unassigned(): void;
@@ -92,7 +95,10 @@ export interface Feed {
   rejoin(generation: number): void;
   /**
    * Stops fetching, awaits `drain()` (the engine finishes its transactions and asks for their
-   * commits, which still land), waits for the commits in flight, leaves the group and disconnects.
+   * commits, which land unless a rebalance ended their generation meanwhile: then they are skipped,
+   * and the next owner re-reads those records as duplicates), waits for the commits in flight,
+   * leaves the group and disconnects. A join that completes during the stop is not reported
+   * ({@link FeedListener.assigned}). Each step still waiting is logged (src/support/stopStep.ts).
    */
   stop(drain: () => Promise<void>): Promise<void>;
 }

@@ -97,7 +97,7 @@ export async function runProjection(target: RunTarget): Promise<void> {
     await service.start();
   } catch (error) {
     await service.stop();
-    // A KafkaJS connection error is about the brokers, not PostgreSQL (checked above).
+    // A Kafka client's error is about the brokers, not PostgreSQL (checked above).
     const named = fromKafkaClient(error)
       ? ((await noBrokerAnswers(config.kafka.brokers)) ?? error)
       : unreachable(error);
@@ -157,7 +157,8 @@ function fromKafkaClient(error: unknown): boolean {
   for (let e: unknown = error, depth = 0; typeof e === "object" && e !== null && depth < 10; depth++) {
     const { name, code } = e as { name?: unknown; code?: unknown };
     if (typeof name === "string" && name.startsWith("KafkaJS")) return true;
-    if (typeof code === "string" && code.startsWith("PLT_KFK_")) return true;
+    // PLT_KFK_USER is the library refusing an option: a bug here, not the brokers.
+    if (typeof code === "string" && code.startsWith("PLT_KFK_") && code !== "PLT_KFK_USER") return true;
     e =
       (e as { cause?: unknown; originalError?: unknown }).cause ??
       (e as { originalError?: unknown }).originalError;

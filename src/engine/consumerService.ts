@@ -542,22 +542,39 @@ export class ConsumerService {
       // and leave a member behind.
       await stopStep(log, "the start under way", () => Promise.resolve(this.started?.catch(() => undefined)));
       this.progress.stop();
+      // The member's own steps (the feed's) are named inside it.
       await this.member.stop().catch((error: unknown) => log.warn({ err: error }, "consumer stop failed"));
-      await this.dlqForwarder?.stop();
-      await this.dlq?.stop().catch((error: unknown) => log.warn({ err: error }, "DLQ producer stop failed"));
+      await stopStep(log, "the dead-letter forwarder's stop", () =>
+        Promise.resolve(this.dlqForwarder?.stop()),
+      );
+      await stopStep(log, "the DLQ producer's stop", () =>
+        Promise.resolve(
+          this.dlq?.stop().catch((error: unknown) => log.warn({ err: error }, "DLQ producer stop failed")),
+        ),
+      );
       if (this.started !== undefined && this.options.config.progressIntervalMs > 0)
-        await this.progress.report();
-      await this.eventIdGauge.stop();
-      await this.lagMonitor.stop();
-      await this.http?.close();
-      await this.admin
-        ?.then((admin) => admin.close())
-        .catch((error: unknown) => log.warn({ err: error }, "admin client close failed"));
-      await this.lock.release();
-      await this.probePool.end().catch(() => undefined);
-      await this.lockPool.end().catch(() => undefined);
-      await this.pool.end().catch((error: unknown) => log.warn({ err: error }, "pool end failed"));
-      await this.tracing?.shutdown();
+        await stopStep(log, "the last progress line (it reads the lag)", () => this.progress.report());
+      await stopStep(log, "the gauges' refreshers", async () => {
+        await this.eventIdGauge.stop();
+        await this.lagMonitor.stop();
+      });
+      await stopStep(log, "the HTTP server's close", () => Promise.resolve(this.http?.close()));
+      await stopStep(log, "the admin client's close", () =>
+        Promise.resolve(
+          this.admin
+            ?.then((admin) => admin.close())
+            .catch((error: unknown) => log.warn({ err: error }, "admin client close failed")),
+        ),
+      );
+      await stopStep(log, "the advisory lock's release (its session's query timeout bounds it)", () =>
+        this.lock.release(),
+      );
+      await stopStep(log, "the PostgreSQL pools' end", async () => {
+        await this.probePool.end().catch(() => undefined);
+        await this.lockPool.end().catch(() => undefined);
+        await this.pool.end().catch((error: unknown) => log.warn({ err: error }, "pool end failed"));
+      });
+      await stopStep(log, "the last traces' export", () => Promise.resolve(this.tracing?.shutdown()));
       log.info("consumer stopped");
       this.resolveDone(this.fatal ? { kind: "failed", error: this.fatal } : { kind: "stopped" });
     })();

@@ -62,6 +62,8 @@ it.each(["kafkajs", "platformatic"] as const)(
         throw error;
       },
     };
+    // Stopped by the test; this stops it when an assertion ends the test first (stop is idempotent).
+    onTestFinished(() => feed.stop(() => Promise.resolve()));
     await feed.start(listener);
     await waitFor("the feed to join", () => (feed.isJoined ? true : undefined));
 
