@@ -540,17 +540,13 @@ export class ConsumerService {
       const log = this.log;
       // Let a start in progress settle first: a start going on after the stop would join the group
       // and leave a member behind.
-      await stopStep(log, "the start under way", () => Promise.resolve(this.started?.catch(() => undefined)));
+      await stopStep(log, "the start under way", () => this.started?.catch(() => undefined));
       this.progress.stop();
       // The member's own steps (the feed's) are named inside it.
       await this.member.stop().catch((error: unknown) => log.warn({ err: error }, "consumer stop failed"));
-      await stopStep(log, "the dead-letter forwarder's stop", () =>
-        Promise.resolve(this.dlqForwarder?.stop()),
-      );
+      await stopStep(log, "the dead-letter forwarder's stop", () => this.dlqForwarder?.stop());
       await stopStep(log, "the DLQ producer's stop", () =>
-        Promise.resolve(
-          this.dlq?.stop().catch((error: unknown) => log.warn({ err: error }, "DLQ producer stop failed")),
-        ),
+        this.dlq?.stop().catch((error: unknown) => log.warn({ err: error }, "DLQ producer stop failed")),
       );
       if (this.started !== undefined && this.options.config.progressIntervalMs > 0)
         await stopStep(log, "the last progress line (it reads the lag)", () => this.progress.report());
@@ -558,13 +554,11 @@ export class ConsumerService {
         await this.eventIdGauge.stop();
         await this.lagMonitor.stop();
       });
-      await stopStep(log, "the HTTP server's close", () => Promise.resolve(this.http?.close()));
+      await stopStep(log, "the HTTP server's close", () => this.http?.close());
       await stopStep(log, "the admin client's close", () =>
-        Promise.resolve(
-          this.admin
-            ?.then((admin) => admin.close())
-            .catch((error: unknown) => log.warn({ err: error }, "admin client close failed")),
-        ),
+        this.admin
+          ?.then((admin) => admin.close())
+          .catch((error: unknown) => log.warn({ err: error }, "admin client close failed")),
       );
       await stopStep(log, "the advisory lock's release (its session's query timeout bounds it)", () =>
         this.lock.release(),
@@ -574,7 +568,7 @@ export class ConsumerService {
         await this.lockPool.end().catch(() => undefined);
         await this.pool.end().catch((error: unknown) => log.warn({ err: error }, "pool end failed"));
       });
-      await stopStep(log, "the last traces' export", () => Promise.resolve(this.tracing?.shutdown()));
+      await stopStep(log, "the last traces' export", () => this.tracing?.shutdown());
       log.info("consumer stopped");
       this.resolveDone(this.fatal ? { kind: "failed", error: this.fatal } : { kind: "stopped" });
     })();

@@ -201,8 +201,10 @@ export class KafkaFeed implements Feed {
       const { log } = this.options;
       clearTimeout(this.restartTimer);
       // A rejoin's run() under way would leave a consumer joining behind disconnect(): let it end.
-      await stopStep(log, "the rejoin under way (its JoinGroup waits for the rebalance to end)", () =>
-        Promise.resolve(this.rejoining),
+      await stopStep(
+        log,
+        "the rejoin under way (its JoinGroup waits for the rebalance to end)",
+        () => this.rejoining,
       );
       // The engine's transactions run outside KafkaJS's eachBatch, which disconnect() would not
       // wait for: stop fetching (no busy re-fetch loop meanwhile), let them commit, then leave.

@@ -12,16 +12,16 @@ import type { Logger } from "pino";
 export const STOP_STEP_WARN_MS = 5000;
 
 /**
- * Awaits `work`, logging at warn every `everyMs` while it waits: `graceful stop: still waiting for
+ * Runs `work` and awaits what it returns (a value or `undefined` as well as a promise), logging at warn every `everyMs` while it waits: `graceful stop: still waiting for
  * <step>`, with `step` and `waitingMs` (ms since the step began). Nothing is logged for a step that
  * ends sooner. The timer never keeps the process alive.
  * @param step what is awaited, as a phrase after "waiting for", e.g. "the transactions in flight".
- * @returns what `work` resolves to; rejects as it does.
+ * @returns what `work` resolves to; rejects as it does (a throw of `work` included).
  */
 export async function stopStep<T>(
   log: Logger,
   step: string,
-  work: Promise<T> | (() => Promise<T>),
+  work: () => PromiseLike<T> | T,
   everyMs: number = STOP_STEP_WARN_MS,
 ): Promise<T> {
   const began = performance.now();
@@ -33,7 +33,7 @@ export async function stopStep<T>(
   }, everyMs);
   timer.unref();
   try {
-    return await (typeof work === "function" ? work() : work);
+    return await work();
   } finally {
     clearInterval(timer);
   }

@@ -27,7 +27,7 @@ describe("stopStep", () => {
   it("warns every 5 s while the step waits, naming it and how long, and stops when it ends", async () => {
     const { log, lines } = capture();
     let finish!: (value: string) => void;
-    const step = stopStep(log, "the JoinGroup under way", new Promise<string>((r) => (finish = r)));
+    const step = stopStep(log, "the JoinGroup under way", () => new Promise<string>((r) => (finish = r)));
     await vi.advanceTimersByTimeAsync(STOP_STEP_WARN_MS - 1);
     expect(lines).toEqual([]);
     await vi.advanceTimersByTimeAsync(1);

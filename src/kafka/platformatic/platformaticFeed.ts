@@ -260,15 +260,15 @@ export class PlatformaticFeed implements Feed {
       const { log } = this.options;
       clearTimeout(this.joinTimer);
       clearTimeout(this.pumpTimer);
-      await stopStep(log, "the start under way", () => Promise.resolve(this.started?.catch(() => undefined)));
+      await stopStep(log, "the start under way", () => this.started?.catch(() => undefined));
       await stopStep(log, "the JoinGroup under way (it waits for the rebalance to end)", () =>
-        Promise.resolve(this.joining?.catch(() => undefined)),
+        this.joining?.catch(() => undefined),
       );
       this.endFetching();
       await stopStep(log, "the transactions in flight", drain);
-      await stopStep(log, "the offset commits in flight", () => Promise.resolve(this.commits?.stop()));
+      await stopStep(log, "the offset commits in flight", () => this.commits?.stop());
       this.commits?.endGeneration();
-      await stopStep(log, "the leave heartbeat (KIP-848)", () => Promise.resolve(this.member?.leave()));
+      await stopStep(log, "the leave heartbeat (KIP-848)", () => this.member?.leave());
       if (this.joined) {
         this.joined = false;
         this.listener?.unassigned();
